@@ -1,0 +1,54 @@
+/* hmmcascade.h: layout and constants shared by the filter kernels.
+ *
+ * Residues are Easel digital codes 0..28 (KP = 29): 0..19 canonical,
+ * 20 gap, 21..26 degenerate (B J Z O U X), 27 nonresidue, 28 missing.
+ *
+ * Model tables (built by hmmcascade.profiles from HMMER's own optimized
+ * profile) are concatenated over models; each kernel receives the start of
+ * its model's block:
+ *
+ *   emissions   [x * M + (k-1)]       x = residue code, k = node 1..M
+ *   transitions [(k-1) * 8 + t]       t = BM MM IM DM (into M_k),
+ *                                         MD MI II DD (out of node k)
+ *
+ * Two ways of laying out sequences on the device:
+ *
+ *   interleaved (MSV, all sequences of a batch against a model):
+ *       dsq[i * n_seq + s]  residue i (0-based) of sequence s;
+ *       neighbouring work-items read neighbouring bytes (coalesced).
+ *   packed (pair kernels: bias, Viterbi, Forward, on filter survivors):
+ *       dsq[seq_off[s] + i]
+ *
+ * Dynamic-programming rows live in global scratch, interleaved the same way
+ * (row cell k of work-item w at [k * n_work + w]), so a warp's loads and
+ * stores of one cell are contiguous.
+ */
+#ifndef HMMCASCADE_H
+#define HMMCASCADE_H
+
+#pragma OPENCL FP_CONTRACT OFF  /* no fused multiply-add: HMMER rounds a*b and +c separately */
+
+#define KP 29
+#define N_TRANS 8
+#define T_BM 0
+#define T_MM 1
+#define T_IM 2
+#define T_DM 3
+#define T_MD 4
+#define T_MI 5
+#define T_II 6
+#define T_DD 7
+
+#define WORD_NEG_INF (-32768)
+
+/* HMMER computes a few logarithms in double precision and rounds them to
+ * float; do the same where the device has doubles, so the result is the
+ * same float. */
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define LOG_AS_HMMER(x) ((float) log((double) (x)))
+#else
+#define LOG_AS_HMMER(x) log(x)
+#endif
+
+#endif /* HMMCASCADE_H */

@@ -1,0 +1,291 @@
+"""The search: HMMER's acceleration pipeline (p7_Pipeline) on the device.
+
+For every (model, target) pair, as ``hmmsearch`` does::
+
+    nullsc   = null1 score for the target length
+    MSV      -> P = Gumbel_surv((msv - nullsc)/ln2; MSV mu, lambda)     pass if P <= F1
+    bias     -> filtersc = composition-filter score (else nullsc)
+                P = Gumbel_surv((msv - filtersc)/ln2; MSV mu, lambda)   pass if P <= F1
+    Viterbi  -> only if P > F2:  P = Gumbel_surv((vit - filtersc)/ln2; Vit mu, lambda)
+                                                                         pass if P <= F2
+    Forward  -> P = Exp_surv((fwd - filtersc)/ln2; tau, lambda)          pass if P <= F3
+
+A target that passes all filters is a hit candidate with the full-sequence
+score ``(fwd - nullsc)/ln2`` bits (HMMER's ``pre_score``: before the null2
+bias correction, which needs domain definition).  Reporting thresholds
+(E, T, or a model cutoff) apply to that score with E-value ``Z * P``.
+
+Sequences are sorted by length and processed in batches; all models run on
+every batch (MSV kernel launches cover as many models as the scratch budget
+allows), and only survivors go on to the pair kernels.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import stats
+from .device import Device
+from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter
+from .io import SequenceSet
+from .profiles import ProfileDB, length_params
+
+__all__ = ["Thresholds", "StageStats", "Hits", "SearchResult", "search"]
+
+CUTOFF_COLUMNS = {"ga": 0, "tc": 2, "nc": 4}
+
+
+@dataclass
+class Thresholds:
+    """Filter and reporting thresholds, with HMMER's names and defaults."""
+
+    F1: float = 0.02
+    F2: float = 1e-3
+    F3: float = 1e-5
+    bias_filter: bool = True
+    max_mode: bool = False  #: ``--max``: all filters pass everything, no bias filter
+    E: float = 10.0  #: report targets with E-value <= E ...
+    T: float | None = None  #: ... or, if set, with score >= T bits
+    cut: str | None = None  #: "ga", "tc" or "nc": model cutoffs (sequence-level) instead of E/T
+    Z: float | None = None  #: search space size; default: number of targets
+
+    def effective(self) -> "Thresholds":
+        if not self.max_mode:
+            return self
+        return Thresholds(F1=1.0, F2=1.0, F3=1.0, bias_filter=False, max_mode=True,
+                          E=self.E, T=self.T, cut=self.cut, Z=self.Z)
+
+
+@dataclass
+class StageStats:
+    """Per-stage counts as ``hmmsearch`` prints them, plus cells and kernel time."""
+
+    models: int = 0
+    nodes: int = 0
+    targets: int = 0
+    residues: int = 0
+    past_msv: int = 0
+    past_bias: int = 0
+    past_vit: int = 0
+    past_fwd: int = 0
+    cells: dict = field(default_factory=lambda: {"msv": 0, "bias": 0, "viterbi": 0, "forward": 0})
+    pairs: dict = field(default_factory=lambda: {"msv": 0, "bias": 0, "viterbi": 0, "forward": 0})
+    kernel_s: dict = field(default_factory=lambda: {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0})
+    host_s: float = 0.0
+    wall_s: float = 0.0
+
+    def add(self, other: "StageStats") -> None:
+        for name in ("past_msv", "past_bias", "past_vit", "past_fwd"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for d in ("cells", "pairs", "kernel_s"):
+            for k, v in getattr(other, d).items():
+                getattr(self, d)[k] += v
+        self.host_s += other.host_s
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class Hits:
+    """Targets that passed every filter and meet the reporting threshold (arrays over hits)."""
+
+    model: np.ndarray  # int: model index in the ProfileDB
+    target: np.ndarray  # int: target index in the input SequenceSet
+    score_bits: np.ndarray  # float32: (fwd - nullsc)/ln2, before null2
+    lnP: np.ndarray  # float64: natural log of the P-value
+    evalue: np.ndarray  # float64
+    fwd_nats: np.ndarray  # float32
+    filter_nats: np.ndarray  # float32: bias-filter (or null1) score used by the filters
+
+    def __len__(self) -> int:
+        return len(self.model)
+
+
+@dataclass
+class SearchResult:
+    hits: Hits
+    stats: StageStats
+    Z: float
+    thresholds: Thresholds
+    device: str
+
+
+def _empty_hits() -> Hits:
+    return Hits(*(np.zeros(0, dtype=t) for t in (np.int64, np.int64, np.float32, np.float64, np.float64,
+                                                    np.float32, np.float32)))
+
+
+def _concat_hits(parts: list[Hits]) -> Hits:
+    if not parts:
+        return _empty_hits()
+    return Hits(*(np.concatenate([getattr(p, f) for p in parts]) for f in Hits.__dataclass_fields__))
+
+
+def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int):
+    """Cut a length-sorted array into batches with n_seq * L_max <= max_cells."""
+    n = len(lengths_sorted)
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and end - start < max_seqs and (end + 1 - start) * int(lengths_sorted[end]) <= max_cells:
+            end += 1
+        yield start, end
+        start = end
+
+
+class Cascade:
+    """The device kernels for one model database, reusable across sequence batches."""
+
+    def __init__(self, dev: Device, db: ProfileDB, *, scratch_bytes: int | None = None):
+        self.dev, self.db = dev, db
+        budget = scratch_bytes or min(dev.max_alloc_bytes // 2, 512 << 20)
+        self.models = DeviceModels(dev, db)
+        self.msv = MsvFilter(dev, self.models, budget)
+        self.bias = BiasFilter(dev, self.models, budget)
+        self.viterbi = ViterbiFilter(dev, self.models, budget)
+        self.forward = ForwardFilter(dev, self.models, budget)
+
+    def run_batch(self, seqs: SequenceSet, th: Thresholds) -> tuple[dict, StageStats]:
+        """All models against one length-sorted batch; returns survivors' raw scores and counts."""
+        st = StageStats()
+        t0 = time.perf_counter()
+        db = self.db
+        lp = length_params(seqs.lengths, db)
+        batch = DeviceBatch.upload(self.dev, seqs, lp)
+        L = seqs.lengths.astype(np.int64)
+        ev = db.evparams.astype(np.float64)
+        ps, pm, usc_all = [], [], []
+        host = time.perf_counter() - t0
+        for lo, hi in self.msv.model_groups(len(seqs)):
+            xj, sec = self.msv(batch, lo, hi)
+            t1 = time.perf_counter()
+            st.kernel_s["msv"] += sec
+            st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
+            st.pairs["msv"] += (hi - lo) * len(seqs)
+            usc = stats.msv_nats(xj, lp.tjb_u8[None, :], db.msv_params_u8[lo:hi, 2, None], db.scale_b)
+            P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[None, :]), ev[lo:hi, 0, None], ev[lo:hi, 1, None])
+            mi, si = np.nonzero(P <= th.F1)
+            ps.append(si)
+            pm.append(mi + lo)
+            usc_all.append(usc[mi, si])
+            host += time.perf_counter() - t1
+        t1 = time.perf_counter()
+        seq_i = np.concatenate(ps).astype(np.int32)
+        mod_i = np.concatenate(pm).astype(np.int32)
+        usc = np.concatenate(usc_all).astype(np.float32)
+        st.past_msv = len(seq_i)
+        null = lp.nullsc_nats[seq_i]
+        host += time.perf_counter() - t1
+        if th.bias_filter and len(seq_i):
+            hmm_nats, sec = self.bias(batch, seq_i, mod_i)
+            t1 = time.perf_counter()
+            st.kernel_s["bias"] += sec
+            st.pairs["bias"] += len(seq_i)
+            st.cells["bias"] += int(L[seq_i].sum())
+            filtersc = ((hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32) + lp.log1mp1_f32[seq_i]).astype(np.float32)
+            P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
+            keep = P <= th.F1
+            seq_i, mod_i, usc, filtersc, P = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep], P[keep]
+            host += time.perf_counter() - t1
+        else:
+            filtersc = null
+            P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
+        st.past_bias = len(seq_i)
+        run_vit = P > th.F2
+        if run_vit.any():
+            xc, sec = self.viterbi(batch, seq_i[run_vit], mod_i[run_vit])
+            t1 = time.perf_counter()
+            st.kernel_s["viterbi"] += sec
+            st.pairs["viterbi"] += int(run_vit.sum())
+            st.cells["viterbi"] += int((db.M[mod_i[run_vit]].astype(np.int64) * L[seq_i[run_vit]]).sum())
+            vsc = stats.viterbi_nats(xc, lp.xw_move_i16[seq_i[run_vit]], db.base_w, db.scale_w)
+            Pv = stats.gumbel_surv(stats.bits(vsc, filtersc[run_vit]), ev[mod_i[run_vit], 2], ev[mod_i[run_vit], 3])
+            keep = np.ones(len(seq_i), dtype=bool)
+            keep[np.flatnonzero(run_vit)[Pv > th.F2]] = False
+            seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
+            host += time.perf_counter() - t1
+        st.past_vit = len(seq_i)
+        fwd, sec = self.forward(batch, seq_i, mod_i)
+        t1 = time.perf_counter()
+        st.kernel_s["forward"] += sec
+        st.pairs["forward"] += len(seq_i)
+        st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
+        Pf = stats.exp_surv(stats.bits(fwd, filtersc), ev[mod_i, 4], ev[mod_i, 5])
+        keep = Pf <= th.F3
+        st.past_fwd = int(keep.sum())
+        out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep],
+               "nullsc": lp.nullsc_nats[seq_i[keep]]}
+        st.host_s = host + time.perf_counter() - t1
+        return out, st
+
+
+def _reportable(db: ProfileDB, model: np.ndarray, score: np.ndarray, evalue: np.ndarray, th: Thresholds) -> np.ndarray:
+    if th.cut:
+        cutoff = db.cutoffs[model, CUTOFF_COLUMNS[th.cut]]
+        return score >= cutoff
+    if th.T is not None:
+        return score >= th.T
+    return evalue <= th.E
+
+
+def check_cutoffs(db: ProfileDB, cut: str) -> None:
+    """HMMER refuses ``--cut_ga`` etc. when a model lacks that cutoff; so do we."""
+    col = CUTOFF_COLUMNS[cut]
+    missing = np.flatnonzero(np.isnan(db.cutoffs[:, col]))
+    if len(missing):
+        raise ValueError(f"model {db.names[missing[0]]} has no {cut.upper()} cutoff, required by --cut_{cut}")
+
+
+def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
+           batch_cells: int = 64 << 20, batch_seqs: int = 65536, progress=None,
+           scratch_bytes: int | None = None) -> SearchResult:
+    """Search every model of ``db`` against every sequence of ``seqs``.
+
+    Arguments:
+        db: pressed models.
+        seqs: target sequences (any order; hits refer to their indices).
+        dev: an open OpenCL device.
+        thresholds: filter and reporting thresholds (HMMER's defaults).
+        batch_cells: bound on (sequences x longest length) per device batch.
+        batch_seqs: bound on sequences per device batch.
+        progress: optional callable ``(residues_done, residues_total)``.
+        scratch_bytes: device scratch budget per launch (default: half the
+            largest allocation, at most 512 MiB).
+
+    Returns:
+        SearchResult: reportable hits, per-stage statistics, Z.
+    """
+    th = (thresholds or Thresholds()).effective()
+    if th.cut:
+        check_cutoffs(db, th.cut)
+    t_start = time.perf_counter()
+    Z = float(th.Z) if th.Z else float(len(seqs))
+    total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
+    cascade = Cascade(dev, db, scratch_bytes=scratch_bytes)
+    order = np.argsort(seqs.lengths, kind="stable")
+    order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
+    parts = []
+    done = 0
+    for lo, hi in _batches(seqs.lengths[order], batch_cells, batch_seqs):
+        index = order[lo:hi]
+        out, st = cascade.run_batch(seqs.subset(index), th)
+        total.add(st)
+        if len(out["seq"]):
+            model = out["model"].astype(np.int64)
+            score = stats.bits(out["fwd"], out["nullsc"])
+            ev = db.evparams[model].astype(np.float64)
+            lnP = stats.exp_logsurv(score, ev[:, 4], ev[:, 5])
+            evalue = np.exp(lnP) * Z
+            keep = _reportable(db, model, score, evalue, th)
+            parts.append(Hits(model=model[keep], target=index[out["seq"][keep]].astype(np.int64),
+                              score_bits=score[keep], lnP=lnP[keep], evalue=evalue[keep],
+                              fwd_nats=out["fwd"][keep], filter_nats=out["filtersc"][keep]))
+        done += int(seqs.lengths[index].sum())
+        if progress is not None:
+            progress(done, seqs.total_residues)
+    total.wall_s = time.perf_counter() - t_start
+    return SearchResult(hits=_concat_hits(parts), stats=total, Z=Z, thresholds=th, device=dev.name)

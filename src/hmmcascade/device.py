@@ -1,0 +1,164 @@
+"""OpenCL devices and the filter kernels.
+
+Device choice: ``auto`` takes the first GPU of any platform, else the first
+CPU device (PoCL when installed through ``pocl-binary-distribution``);
+``PLATFORM:DEVICE`` indices or a case-insensitive substring of the device or
+platform name pick one explicitly.  The environment variable
+``HMMCASCADE_DEVICE`` sets the default.
+
+Programs are built once per (context, kernel file) in this process; pyopencl
+caches the binaries on disk keyed by source, options, device and driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["DeviceError", "Device", "open_device", "kernels_dir", "list_devices"]
+
+
+class DeviceError(RuntimeError):
+    """No usable OpenCL device, or a kernel failed to build."""
+
+
+def kernels_dir() -> Path:
+    """Folder of the ``.cl`` files: ``$HMMCASCADE_KERNELS`` or the repository's ``kernels/``."""
+    env = os.environ.get("HMMCASCADE_KERNELS")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "kernels"
+    if not (path / "hmmcascade.h").is_file():
+        raise DeviceError(f"kernel sources not found in {path} (set HMMCASCADE_KERNELS)")
+    return path
+
+
+def _cl():
+    try:
+        import pyopencl as cl
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise DeviceError(f"pyopencl is not importable: {exc}") from exc
+    return cl
+
+
+def list_devices() -> list[tuple[int, int, str, str, bool]]:
+    """All OpenCL devices: (platform index, device index, platform, device, is_gpu)."""
+    cl = _cl()
+    out = []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return out
+    for pi, p in enumerate(platforms):
+        try:
+            devices = p.get_devices()
+        except cl.Error:
+            continue
+        for di, d in enumerate(devices):
+            out.append((pi, di, p.name.strip(), d.name.strip(), bool(d.type & cl.device_type.GPU)))
+    return out
+
+
+def _pick(spec: str):
+    cl = _cl()
+    found = list_devices()
+    if not found:
+        raise DeviceError("no OpenCL device found; install a GPU driver or `pip install pocl-binary-distribution`")
+    if spec == "auto":
+        gpus = [f for f in found if f[4]]
+        choice = gpus[0] if gpus else found[0]
+    elif re.fullmatch(r"\d+:\d+", spec):
+        pi, di = map(int, spec.split(":"))
+        match = [f for f in found if f[0] == pi and f[1] == di]
+        if not match:
+            raise DeviceError(f"no OpenCL device {spec}; have: " + "; ".join(f"{f[0]}:{f[1]} {f[3]}" for f in found))
+        choice = match[0]
+    else:
+        key = spec.lower()
+        if key in ("gpu", "cpu"):
+            match = [f for f in found if f[4] == (key == "gpu")]
+        else:
+            match = [f for f in found if key in f[3].lower() or key in f[2].lower()]
+        if not match:
+            raise DeviceError(f"no OpenCL device matches {spec!r}; have: " + "; ".join(f"{f[0]}:{f[1]} {f[3]}" for f in found))
+        choice = match[0]
+    return cl.get_platforms()[choice[0]].get_devices()[choice[1]]
+
+
+@dataclass
+class Device:
+    """One OpenCL device with a context, a profiling queue and built programs."""
+
+    ctx: object
+    queue: object
+    device: object
+
+    @property
+    def name(self) -> str:
+        return f"{self.device.platform.name.strip()} / {self.device.name.strip()}"
+
+    @property
+    def is_gpu(self) -> bool:
+        return bool(self.device.type & _cl().device_type.GPU)
+
+    @property
+    def global_mem_bytes(self) -> int:
+        return int(self.device.global_mem_size)
+
+    @property
+    def max_alloc_bytes(self) -> int:
+        return int(self.device.max_mem_alloc_size)
+
+    def program(self, name: str):
+        """Build (once) and return the program of ``kernels/<name>.cl``."""
+        cache = self.__dict__.setdefault("_programs", {})
+        if name in cache:
+            return cache[name]
+        cl = _cl()
+        src = _source(name)
+        try:
+            prg = cl.Program(self.ctx, src).build(options=["-cl-std=CL1.2"])
+        except cl.RuntimeError as exc:
+            raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
+        cache[name] = prg
+        return prg
+
+    def to_device(self, array: np.ndarray):
+        cl = _cl()
+        a = np.ascontiguousarray(array)
+        if a.nbytes == 0:
+            a = np.zeros(1, dtype=a.dtype)
+        return cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+
+    def scratch(self, nbytes: int):
+        cl = _cl()
+        return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=max(int(nbytes), 16))
+
+    def from_device(self, buf, dtype, count: int) -> np.ndarray:
+        cl = _cl()
+        out = np.empty(max(count, 1), dtype=dtype)
+        cl.enqueue_copy(self.queue, out, buf)
+        return out[:count]
+
+
+def _source(name: str) -> str:
+    """Kernel source with the shared header inlined (so its content is part of the cache key)."""
+    folder = kernels_dir()
+    text = (folder / f"{name}.cl").read_text()
+    header = (folder / "hmmcascade.h").read_text()
+    text = text.replace('#include "hmmcascade.h"', header)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"/* hmmcascade {name} {digest} */\n{text}"
+
+
+def open_device(spec: str | None = None) -> Device:
+    """Open the device named by ``spec`` (see module docs); ``None`` reads ``HMMCASCADE_DEVICE`` or ``auto``."""
+    cl = _cl()
+    spec = spec or os.environ.get("HMMCASCADE_DEVICE") or "auto"
+    dev = _pick(spec)
+    ctx = cl.Context([dev])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    return Device(ctx=ctx, queue=queue, device=dev)

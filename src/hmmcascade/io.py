@@ -1,0 +1,151 @@
+"""Reading models and sequences (through pyhmmer), with one-line errors.
+
+Models: HMMER3 text or binary (``hmmpress``-free ``.hmm``/``.h3m``), gzipped or
+not.  Sequences: FASTA (or any format Easel recognises), gzipped or not, as
+Easel's digital amino-acid codes.  Every user mistake raises
+:class:`InputError` whose message names the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pyhmmer.easel import Alphabet, SequenceFile
+from pyhmmer.plan7 import HMMFile
+
+__all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "MAX_TARGET_LENGTH"]
+
+#: HMMER's limit for a target sequence in the protein pipeline (p7_Pipeline).
+MAX_TARGET_LENGTH = 100_000
+
+
+class InputError(ValueError):
+    """A malformed, empty or wrong-alphabet input file."""
+
+
+def _check_file(path: Path, what: str) -> None:
+    if not path.exists():
+        raise InputError(f"{path}: {what} file not found")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a {what} file")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: {what} file is empty")
+
+
+def read_hmms(path: str | os.PathLike) -> list:
+    """All profile HMMs of a file, checked to be protein models.
+
+    Raises:
+        InputError: missing, empty, malformed, or not protein models.
+    """
+    path = Path(path)
+    _check_file(path, "HMM")
+    try:
+        with HMMFile(path) as fh:
+            hmms = list(fh)
+    except (ValueError, EOFError, OSError) as exc:
+        raise InputError(f"{path}: not a valid HMMER3 model file ({exc})") from None
+    if not hmms:
+        raise InputError(f"{path}: no HMMER3 models could be read (malformed or truncated file)")
+    amino = Alphabet.amino()
+    for hmm in hmms:
+        if hmm.alphabet != amino:
+            raise InputError(f"{path}: model {hmm.name} is a {hmm.alphabet} model; hmmcascade searches proteins")
+    return hmms
+
+
+@dataclass
+class SequenceSet:
+    """Digital protein sequences, concatenated.
+
+    ``residues[offsets[i] : offsets[i] + lengths[i]]`` are sequence ``i``'s
+    Easel codes (0..28).
+    """
+
+    names: list[str]
+    descriptions: list[str]
+    lengths: np.ndarray  # int32
+    offsets: np.ndarray  # int64
+    residues: np.ndarray  # uint8
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def total_residues(self) -> int:
+        return int(self.lengths.sum())
+
+    def subset(self, index: np.ndarray) -> "SequenceSet":
+        """The sequences at ``index``, in that order, repacked."""
+        index = np.asarray(index, dtype=np.int64)
+        lengths = self.lengths[index]
+        offsets = np.zeros(len(index), dtype=np.int64)
+        if len(index):
+            offsets[1:] = np.cumsum(lengths[:-1], dtype=np.int64)
+        residues = np.empty(int(lengths.sum()), dtype=np.uint8)
+        for new, old in enumerate(index):
+            o, n = self.offsets[old], self.lengths[old]
+            residues[offsets[new] : offsets[new] + n] = self.residues[o : o + n]
+        return SequenceSet(
+            names=[self.names[i] for i in index],
+            descriptions=[self.descriptions[i] for i in index],
+            lengths=lengths.astype(np.int32),
+            offsets=offsets,
+            residues=residues,
+        )
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write as ``.npz`` (atomically)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, names=np.asarray(self.names, dtype=str), descriptions=np.asarray(self.descriptions, dtype=str),
+                 lengths=self.lengths, offsets=self.offsets, residues=self.residues)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "SequenceSet":
+        with np.load(path, allow_pickle=False) as z:
+            return cls(names=[str(x) for x in z["names"]], descriptions=[str(x) for x in z["descriptions"]],
+                       lengths=z["lengths"], offsets=z["offsets"], residues=z["residues"])
+
+
+def read_sequences(path: str | os.PathLike) -> SequenceSet:
+    """All sequences of a protein sequence file.
+
+    Raises:
+        InputError: missing, empty or malformed file; nucleotide sequences;
+            a sequence longer than HMMER's 100,000-residue limit; no sequences.
+    """
+    path = Path(path)
+    _check_file(path, "sequence")
+    try:
+        with SequenceFile(path) as sf:
+            guessed = sf.guess_alphabet()
+    except (ValueError, EOFError, OSError) as exc:
+        raise InputError(f"{path}: not a readable sequence file ({exc})") from None
+    if guessed is not None and not guessed.is_amino():
+        raise InputError(f"{path}: sequences look like {guessed} (nucleotides); hmmcascade needs protein sequences")
+    names, descs, lengths, chunks = [], [], [], []
+    try:
+        with SequenceFile(path, digital=True, alphabet=Alphabet.amino()) as sf:
+            for seq in sf:
+                n = len(seq)
+                if n > MAX_TARGET_LENGTH:
+                    raise InputError(f"{path}: sequence {seq.name} has {n} residues, over HMMER's "
+                                     f"{MAX_TARGET_LENGTH:,}-residue limit for protein targets")
+                names.append(seq.name)
+                descs.append(seq.description)
+                lengths.append(n)
+                chunks.append(np.frombuffer(bytes(seq.sequence), dtype=np.uint8))
+    except (ValueError, EOFError, OSError) as exc:
+        raise InputError(f"{path}: malformed sequence file ({exc})") from None
+    if not names:
+        raise InputError(f"{path}: no sequences found")
+    lengths_a = np.asarray(lengths, dtype=np.int32)
+    offsets = np.zeros(len(lengths_a), dtype=np.int64)
+    offsets[1:] = np.cumsum(lengths_a[:-1], dtype=np.int64)
+    residues = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
+    return SequenceSet(names=names, descriptions=descs, lengths=lengths_a, offsets=offsets, residues=residues)

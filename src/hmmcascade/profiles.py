@@ -1,0 +1,385 @@
+"""Profiles: HMMER's score tables for the three filters, packed flat for the kernels.
+
+Each model is configured exactly as ``hmmsearch`` configures it (local multihit
+mode, the default :class:`pyhmmer.plan7.Background`), then converted by HMMER
+itself into its optimized profile (``p7_oprofile_Convert``).  We read HMMER's
+own tables back from the optimized profile's binary form (``.h3f``/``.h3p``,
+``p7_oprofile_Write``), so every byte and word score is the one HMMER computes,
+and we unstripe them into plain row-major arrays the kernels index by model
+node ``k``::
+
+    striped (HMMER, Q vectors of W lanes)        unstriped (here)
+    vector q, lane z  holds node k = q+1+z*Q  ->  row[k-1]
+
+Tables per model (``M`` nodes, ``Kp`` = 29 residue codes):
+
+========================  ======  ==========================================
+``msv_cost_u8[x, k-1]``   uint8   MSV biased match cost (HMMER ``rbv``), 1/3 bit
+``vit_msc_i16[x, k-1]``   int16   Viterbi match score (``rwv``), 1/500 bit
+``vit_tsc_i16[k-1, t]``   int16   Viterbi transitions (``twv``), t in
+                                  BM MM IM DM (into M_k) MD MI II DD (out of k)
+``fwd_msc_f32[x, k-1]``   float   Forward match odds ratio (``rfv``)
+``fwd_tsc_f32[k-1, t]``   float   Forward transition probabilities (``tfv``)
+========================  ======  ==========================================
+
+The length model (N, C, J moves; MSV's ``tjb``) depends on the target length
+and is not stored: :func:`length_params` computes it per sequence, as
+``p7_oprofile_ReconfigLength`` does, and the kernels read it per sequence.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import io
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyhmmer
+from pyhmmer.easel import Alphabet
+from pyhmmer.plan7 import HMM, Background, Profile
+
+__all__ = ["ProfileDB", "press", "length_params", "KP", "N_TRANS"]
+
+KP = 29  #: residue codes of Easel's amino alphabet, degenerate and special ones included
+K = 20  #: canonical residues
+N_TRANS = 8  #: transitions per node: BM MM IM DM MD MI II DD
+_DEGENERATE = {21: "ND", 22: "IL", 23: "QE", 24: "K", 25: "C", 26: "ACDEFGHIKLMNPQRSTVWY"}
+_SYMBOLS = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
+_MAGIC_H3P = 0xE8B3F0E6  # v3f_pmagic ("h3p" 3/f); checked only for sanity of the parse
+_PRESS_VERSION = 1
+
+
+def _libm_logf():
+    """glibc's ``logf``, the function HMMER calls; numpy's float32 log where absent."""
+    name = ctypes.util.find_library("m")
+    if name:
+        try:
+            fn = ctypes.CDLL(name).logf
+            fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+            return lambda v: np.float32(fn(float(v)))
+        except (OSError, AttributeError):
+            pass
+    return lambda v: np.float32(np.log(np.float32(v)))
+
+
+_logf = _libm_logf()
+
+
+def _roundf(v: np.float32) -> float:
+    """C ``roundf``: half away from zero."""
+    v = float(v)
+    return float(np.floor(abs(v) + 0.5) * np.sign(v))
+
+
+@dataclass
+class ProfileDB:
+    """A pressed model database: HMMER's filter tables for many models, concatenated.
+
+    Per-model arrays are indexed by model number; the ``*_off`` arrays give
+    each model's start in the concatenated tables (in elements).
+    """
+
+    names: np.ndarray  # str
+    accessions: np.ndarray  # str ("" when absent)
+    descriptions: np.ndarray  # str
+    M: np.ndarray  # int32, model length in nodes
+    evparams: np.ndarray  # float32 [n, 6]: MSV mu, lambda; Viterbi mu, lambda; Forward tau, lambda
+    cutoffs: np.ndarray  # float32 [n, 6]: GA1 GA2 TC1 TC2 NC1 NC2 (NaN when unset)
+    bias_odds_f32: np.ndarray  # float32 [n, KP]: bias-filter state-1 emission odds (model composition)
+    msv_params_u8: np.ndarray  # uint8 [n, 4]: tbm_b, tec_b, base_b, bias_b
+    scale_b: float  # MSV units per nat (3 / ln 2)
+    scale_w: float  # Viterbi units per nat (500 / ln 2)
+    base_w: int  # Viterbi offset (12000)
+    vit_xw_e_i16: np.ndarray  # int16 [n, 2]: E move, E loop
+    vit_ddbound_i16: np.ndarray  # int16 [n]: lazy-F bound max_k(tDD(k) + tDM(k+1) - tBM(k+1))
+    fwd_xf_e_f32: np.ndarray  # float32 [n, 2]: E move, E loop
+    nj: np.ndarray  # float32 [n]: expected J uses (1.0 multihit)
+    emis_off: np.ndarray  # int64 [n]: start of model in the [KP*M] emission tables
+    trans_off: np.ndarray  # int64 [n]: start of model in the [M*8] transition tables
+    msv_cost_u8: np.ndarray
+    vit_msc_i16: np.ndarray
+    vit_tsc_i16: np.ndarray
+    fwd_msc_f32: np.ndarray
+    fwd_tsc_f32: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.M)
+
+    @property
+    def nodes(self) -> int:
+        """Sum of model lengths."""
+        return int(self.M.sum())
+
+    def emission(self, table: np.ndarray, m: int) -> np.ndarray:
+        """One model's ``[KP, M]`` view of a concatenated emission table."""
+        M = int(self.M[m])
+        return table[self.emis_off[m] : self.emis_off[m] + KP * M].reshape(KP, M)
+
+    def transitions(self, table: np.ndarray, m: int) -> np.ndarray:
+        """One model's ``[M, 8]`` view of a concatenated transition table."""
+        M = int(self.M[m])
+        return table[self.trans_off[m] : self.trans_off[m] + N_TRANS * M].reshape(M, N_TRANS)
+
+    def save(self, path: str | Path) -> None:
+        """Write the database as one ``.npz`` (atomically)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        arrays = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        arrays["press_version"] = np.int32(_PRESS_VERSION)
+        arrays["pyhmmer_version"] = np.array(pyhmmer.__version__)
+        np.savez(tmp, **arrays)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ProfileDB":
+        """Read a database written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as z:
+            if "press_version" not in z or int(z["press_version"]) != _PRESS_VERSION:
+                raise ValueError(f"{path}: not a pressed hmmcascade database (or an old version); press it again")
+            kw = {}
+            for f in cls.__dataclass_fields__:
+                v = z[f]
+                kw[f] = v.item() if v.ndim == 0 else v
+        return cls(**kw)
+
+
+def _unstripe(striped: np.ndarray, M: int) -> np.ndarray:
+    """Striped ``[..., Q, W]`` vectors -> ``[..., M]`` rows (lane z of vector q is node q+1+z*Q)."""
+    return np.swapaxes(striped, -1, -2).reshape(*striped.shape[:-2], -1)[..., :M]
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str):
+        v = struct.unpack_from("<" + fmt, self.data, self.pos)
+        self.pos += struct.calcsize("<" + fmt)
+        return v if len(v) > 1 else v[0]
+
+    def array(self, dtype, count: int) -> np.ndarray:
+        a = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.pos).copy()
+        self.pos += a.nbytes
+        return a
+
+    def skip(self, n: int) -> None:
+        self.pos += n
+
+
+def _parse_h3p(data: bytes, M: int) -> dict:
+    """Read the Viterbi and Forward tables from ``p7_oprofile_Write``'s profile part."""
+    Q8 = max(2, (M - 1) // 8 + 1)
+    Q4 = max(2, (M - 1) // 4 + 1)
+    r = _Reader(data)
+    magic, M_file, _abc_type = r.take("IiI")
+    if M_file != M:
+        raise ValueError(f"optimized profile length {M_file} != model length {M}")
+    r.skip(r.take("i") + 1)  # name
+    for _ in range(2):  # accession, description
+        n = r.take("i")
+        if n:
+            r.skip(n + 1)
+    r.skip(4 * (M + 2))  # rf, mm, cs, consensus
+    twv = r.array(np.int16, 8 * Q8 * 8)
+    rwv = r.array(np.int16, KP * Q8 * 8).reshape(KP, Q8, 8)
+    xw = r.array(np.int16, 8).reshape(4, 2)
+    _scale_w, _base_w, ddbound_w, _ncj_roundoff = r.take("fhhf")
+    tfv = r.array(np.float32, 8 * Q4 * 4)
+    rfv = r.array(np.float32, KP * Q4 * 4).reshape(KP, Q4, 4)
+    xf = r.array(np.float32, 8).reshape(4, 2)
+    r.skip(4 * 6)  # cutoffs
+    nj = r.take("f")
+    r.skip(8)  # mode, L
+    if r.take("I") != magic:
+        raise ValueError("optimized profile sentinel mismatch: unexpected pyhmmer binary layout")
+
+    def transitions(flat: np.ndarray, Q: int, W: int) -> np.ndarray:
+        main = flat[: 7 * Q * W].reshape(Q, 7, W)  # q-major: 7 vectors BM..II per q
+        dd = flat[7 * Q * W :].reshape(Q, W)
+        out = np.empty((M, N_TRANS), dtype=flat.dtype)
+        for t in range(7):
+            out[:, t] = _unstripe(main[:, t, :], M)
+        out[:, 7] = _unstripe(dd, M)
+        return out
+
+    return {
+        "vit_msc": _unstripe(rwv, M),
+        "vit_tsc": transitions(twv, Q8, 8),
+        "fwd_msc": _unstripe(rfv, M),
+        "fwd_tsc": transitions(tfv, Q4, 4),
+        "xw_e": xw[0].copy(),  # p7O_E row: MOVE, LOOP
+        "xf_e": xf[0].copy(),
+        "nj": np.float32(nj),
+        "ddbound_w": int(ddbound_w),
+    }
+
+
+def _bias_odds(composition: np.ndarray, bg_f: np.ndarray) -> np.ndarray:
+    """Emission odds of the bias filter's state 1, as ``esl_hmm_Configure`` sets them."""
+    e = np.asarray(composition, dtype=np.float32)[:K]
+    f = np.asarray(bg_f, dtype=np.float32)[:K]
+    odds = np.ones(KP, dtype=np.float32)  # gap, nonresidue, missing: 1.0
+    odds[:K] = e / f
+    for x, letters in _DEGENERATE.items():
+        num = np.float32(0.0)
+        den = np.float32(0.0)
+        for y in sorted(_SYMBOLS.index(c) for c in letters):
+            num = np.float32(num + e[y])
+            den = np.float32(den + f[y])
+        odds[x] = num / den if den > 0 else np.float32(0.0)
+    return odds
+
+
+def press(hmms, *, progress=None) -> ProfileDB:
+    """Configure every model as ``hmmsearch`` does and pack HMMER's filter tables.
+
+    Arguments:
+        hmms: iterable of :class:`pyhmmer.plan7.HMM` (amino alphabet).
+        progress: optional callable ``(done, total_or_None)``.
+
+    Returns:
+        ProfileDB: the packed tables.
+
+    Raises:
+        ValueError: a model is not an amino-acid model.
+    """
+    alphabet = Alphabet.amino()
+    bg = Background(alphabet)
+    bg_f = np.asarray(bg.residue_frequencies, dtype=np.float32)
+    cols: dict[str, list] = {k: [] for k in (
+        "names", "accessions", "descriptions", "M", "evparams", "cutoffs", "bias_odds", "msv_params",
+        "xw_e", "xf_e", "nj", "ddbound", "msv", "vit_msc", "vit_tsc", "fwd_msc", "fwd_tsc")}
+    scale_b = scale_w = base_w = None
+    for i, hmm in enumerate(hmms):
+        if hmm.alphabet != alphabet:
+            raise ValueError(f"model {hmm.name!r} is not a protein model ({hmm.alphabet})")
+        M = hmm.M
+        profile = Profile(M, alphabet)
+        profile.configure(hmm, bg, 400)  # hmmsearch's default: local multihit, L=400 until reconfigured
+        om = profile.to_optimized()
+        ffile, pfile = io.BytesIO(), io.BytesIO()
+        om.write(ffile, pfile)
+        tables = _parse_h3p(pfile.getvalue(), M)
+        rbv = np.asarray(om.rbv, dtype=np.uint8)  # [KP, Q16*16] striped
+        Q16 = rbv.shape[1] // 16
+        cols["msv"].append(_unstripe(rbv.reshape(KP, Q16, 16), M))
+        cols["msv_params"].append((om.tbm, om.tec, om.base_b, om.bias_b))
+        scale_b, scale_w, base_w = om.scale_b, om.scale_w, om.base_w
+        cols["names"].append(hmm.name)
+        cols["accessions"].append(hmm.accession or "")
+        cols["descriptions"].append(hmm.description or "")
+        cols["M"].append(M)
+        cols["evparams"].append(hmm.evalue_parameters.as_vector())
+        c = hmm.cutoffs
+        cols["cutoffs"].append([*(c.gathering or (np.nan, np.nan)), *(c.trusted or (np.nan, np.nan)),
+                                *(c.noise or (np.nan, np.nan))])
+        compo = hmm.composition
+        if compo is None:
+            hmm.set_composition()
+            compo = hmm.composition
+        cols["bias_odds"].append(_bias_odds(np.asarray(compo), bg_f))
+        cols["vit_msc"].append(tables["vit_msc"])
+        cols["vit_tsc"].append(tables["vit_tsc"])
+        cols["fwd_msc"].append(tables["fwd_msc"])
+        cols["fwd_tsc"].append(tables["fwd_tsc"])
+        cols["xw_e"].append(tables["xw_e"])
+        cols["xf_e"].append(tables["xf_e"])
+        cols["nj"].append(tables["nj"])
+        cols["ddbound"].append(tables["ddbound_w"])
+        if progress is not None:
+            progress(i + 1, None)
+    if not cols["M"]:
+        raise ValueError("no models to press")
+    M = np.asarray(cols["M"], dtype=np.int32)
+    emis_off = np.concatenate([[0], np.cumsum(KP * M.astype(np.int64))[:-1]])
+    trans_off = np.concatenate([[0], np.cumsum(N_TRANS * M.astype(np.int64))[:-1]])
+
+    def flat(key, dtype):
+        return np.concatenate([np.ascontiguousarray(a, dtype=dtype).ravel() for a in cols[key]])
+
+    return ProfileDB(
+        names=np.asarray(cols["names"], dtype=str),
+        accessions=np.asarray(cols["accessions"], dtype=str),
+        descriptions=np.asarray(cols["descriptions"], dtype=str),
+        M=M,
+        evparams=np.asarray(cols["evparams"], dtype=np.float32),
+        cutoffs=np.asarray(cols["cutoffs"], dtype=np.float32),
+        bias_odds_f32=np.asarray(cols["bias_odds"], dtype=np.float32),
+        msv_params_u8=np.asarray(cols["msv_params"], dtype=np.uint8),
+        scale_b=float(scale_b),
+        scale_w=float(scale_w),
+        base_w=int(base_w),
+        vit_xw_e_i16=np.asarray(cols["xw_e"], dtype=np.int16),
+        vit_ddbound_i16=np.asarray(cols["ddbound"], dtype=np.int16),
+        fwd_xf_e_f32=np.asarray(cols["xf_e"], dtype=np.float32),
+        nj=np.asarray(cols["nj"], dtype=np.float32),
+        emis_off=emis_off.astype(np.int64),
+        trans_off=trans_off.astype(np.int64),
+        msv_cost_u8=flat("msv", np.uint8),
+        vit_msc_i16=flat("vit_msc", np.int16),
+        vit_tsc_i16=flat("vit_tsc", np.int16),
+        fwd_msc_f32=flat("fwd_msc", np.float32),
+        fwd_tsc_f32=flat("fwd_tsc", np.float32),
+    )
+
+
+@dataclass
+class LengthParams:
+    """Length-dependent parameters for targets of lengths ``L`` (all arrays over sequences).
+
+    As ``p7_oprofile_ReconfigLength`` and ``p7_bg_SetLength`` set them, for
+    multihit local mode (``nj`` = 1).
+    """
+
+    tjb_u8: np.ndarray  # MSV N/J->B cost, 1/3 bits
+    xw_move_i16: np.ndarray  # Viterbi N/C/J move score, 1/500 bits (loops are 0: the -3 nat approximation)
+    xf_move_f32: np.ndarray  # Forward N/C/J move probability
+    xf_loop_f32: np.ndarray  # Forward N/C/J loop probability
+    nullsc_nats: np.ndarray  # float32 null1 score, p7_bg_NullOne
+    p1_f32: np.ndarray  # null1 / bias filter self-loop probability L/(L+1)
+    llogp1_f32: np.ndarray  # (float) L * logf(p1): p7_bg_FilterScore's first length term
+    log1mp1_f32: np.ndarray  # logf(1 - p1): its second length term
+
+
+_length_cache: dict[int, tuple] = {}
+
+
+def _one_length(L: int, scale_b: float, scale_w: float, nj: float = 1.0) -> tuple:
+    hit = _length_cache.get(L)
+    if hit is not None:
+        return hit
+    f32 = np.float32
+    tjb = _roundf(f32(scale_b) * _logf(f32(3.0) / f32(L + 3)))
+    tjb = 255 if -tjb > 255 else int(-tjb)
+    pmove = f32(f32(2.0 + nj) / f32(f32(L) + f32(2.0) + f32(nj)))
+    ploop = f32(f32(1.0) - pmove)
+    w = _roundf(f32(scale_w) * _logf(pmove))
+    w = max(-32768, min(32767, int(w)))
+    p1 = f32(f32(L) / f32(L + 1))
+    nullsc = f32(float(f32(L)) * np.log(np.float64(p1)) + np.log(1.0 - np.float64(p1)))
+    llogp1 = f32(f32(L) * _logf(p1))
+    log1mp1 = _logf(f32(1.0 - np.float64(p1)))
+    out = (tjb, w, pmove, ploop, nullsc, p1, llogp1, log1mp1)
+    _length_cache[L] = out
+    return out
+
+
+def length_params(lengths: np.ndarray, db: ProfileDB) -> LengthParams:
+    """Per-sequence length model, computed once per distinct length."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    uniq, inverse = np.unique(lengths, return_inverse=True)
+    rows = np.array([_one_length(int(L), db.scale_b, db.scale_w) for L in uniq], dtype=np.float64).reshape(-1, 8)
+    rows = rows[inverse]
+    return LengthParams(
+        tjb_u8=rows[:, 0].astype(np.uint8),
+        xw_move_i16=rows[:, 1].astype(np.int16),
+        xf_move_f32=rows[:, 2].astype(np.float32),
+        xf_loop_f32=rows[:, 3].astype(np.float32),
+        nullsc_nats=rows[:, 4].astype(np.float32),
+        p1_f32=rows[:, 5].astype(np.float32),
+        llogp1_f32=rows[:, 6].astype(np.float32),
+        log1mp1_f32=rows[:, 7].astype(np.float32),
+    )
