@@ -62,14 +62,34 @@ def list_devices() -> list[tuple[int, int, str, str, bool]]:
     return out
 
 
+_NO_DEVICE_HELP = ("install a GPU driver, or a CPU OpenCL runtime: `pip install pocl-binary-distribution` "
+                   "or, on CPUs newer than its LLVM knows, `apt-get install pocl-opencl-icd`")
+
+
+def _builds(platform_index: int, device_index: int) -> bool:
+    """Whether a trivial kernel compiles on the device (some CPU runtimes cannot target new CPUs)."""
+    cl = _cl()
+    try:
+        dev = cl.get_platforms()[platform_index].get_devices()[device_index]
+        ctx = cl.Context([dev])
+        cl.Program(ctx, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
+        return True
+    except (cl.Error, cl.RuntimeError):
+        return False
+
+
 def _pick(spec: str):
     cl = _cl()
     found = list_devices()
     if not found:
-        raise DeviceError("no OpenCL device found; install a GPU driver or `pip install pocl-binary-distribution`")
+        raise DeviceError(f"no OpenCL device found; {_NO_DEVICE_HELP}")
     if spec == "auto":
-        gpus = [f for f in found if f[4]]
-        choice = gpus[0] if gpus else found[0]
+        ranked = [f for f in found if f[4]] + [f for f in found if not f[4]]
+        working = [f for f in ranked if _builds(f[0], f[1])]
+        if not working:
+            raise DeviceError("no OpenCL device can build kernels (have: " + "; ".join(f[3] for f in found)
+                              + f"); {_NO_DEVICE_HELP}")
+        choice = working[0]
     elif re.fullmatch(r"\d+:\d+", spec):
         pi, di = map(int, spec.split(":"))
         match = [f for f in found if f[0] == pi and f[1] == di]
@@ -79,7 +99,7 @@ def _pick(spec: str):
     else:
         key = spec.lower()
         if key in ("gpu", "cpu"):
-            match = [f for f in found if f[4] == (key == "gpu")]
+            match = [f for f in found if f[4] == (key == "gpu") and _builds(f[0], f[1])]
         else:
             match = [f for f in found if key in f[3].lower() or key in f[2].lower()]
         if not match:

@@ -8,6 +8,7 @@ Easel's digital amino-acid codes.  Every user mistake raises
 
 from __future__ import annotations
 
+import gzip
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,25 @@ def _check_file(path: Path, what: str) -> None:
         raise InputError(f"{path}: {what} file is empty")
 
 
+def _open_binary(path: Path):
+    """The file's bytes, transparently gunzipped (Easel would pipe through an external gzip)."""
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic != b"\x1f\x8b":
+        return open(path, "rb")
+    try:  # a cut download must not pass for a short file: read the stream to its end marker first
+        with gzip.open(path, "rb") as gz:
+            while gz.read(1 << 22):
+                pass
+    except (EOFError, OSError, gzip.BadGzipFile) as exc:
+        raise InputError(f"{path}: truncated or corrupt gzip file ({exc})") from None
+    return gzip.open(path, "rb")
+
+
+def _alphabet_name(alphabet) -> str:
+    return "DNA" if alphabet.is_dna() else "RNA" if alphabet.is_rna() else "protein"
+
+
 def read_hmms(path: str | os.PathLike) -> list:
     """All profile HMMs of a file, checked to be protein models.
 
@@ -44,16 +64,19 @@ def read_hmms(path: str | os.PathLike) -> list:
     path = Path(path)
     _check_file(path, "HMM")
     try:
-        with HMMFile(path) as fh:
+        with _open_binary(path) as raw, HMMFile(raw) as fh:
             hmms = list(fh)
-    except (ValueError, EOFError, OSError) as exc:
+    except InputError:
+        raise
+    except Exception as exc:  # parse errors come as ValueError, EOFError, OSError or pyhmmer's own errors
         raise InputError(f"{path}: not a valid HMMER3 model file ({exc})") from None
     if not hmms:
         raise InputError(f"{path}: no HMMER3 models could be read (malformed or truncated file)")
     amino = Alphabet.amino()
     for hmm in hmms:
         if hmm.alphabet != amino:
-            raise InputError(f"{path}: model {hmm.name} is a {hmm.alphabet} model; hmmcascade searches proteins")
+            raise InputError(f"{path}: model {hmm.name} is a {_alphabet_name(hmm.alphabet)} model; "
+                             "hmmcascade searches protein models")
     return hmms
 
 
@@ -122,15 +145,20 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
     path = Path(path)
     _check_file(path, "sequence")
     try:
-        with SequenceFile(path) as sf:
+        with _open_binary(path) as raw, SequenceFile(raw) as sf:
             guessed = sf.guess_alphabet()
-    except (ValueError, EOFError, OSError) as exc:
-        raise InputError(f"{path}: not a readable sequence file ({exc})") from None
+    except InputError:
+        raise
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read sequence file ({exc})") from None
+    except Exception:  # pyhmmer raises ValueError, SystemError or EaselError for unrecognisable text
+        raise InputError(f"{path}: not a recognised sequence file format (expected FASTA)") from None
     if guessed is not None and not guessed.is_amino():
-        raise InputError(f"{path}: sequences look like {guessed} (nucleotides); hmmcascade needs protein sequences")
+        raise InputError(f"{path}: sequences look like {_alphabet_name(guessed)} (nucleotides); "
+                         "hmmcascade needs protein sequences")
     names, descs, lengths, chunks = [], [], [], []
     try:
-        with SequenceFile(path, digital=True, alphabet=Alphabet.amino()) as sf:
+        with _open_binary(path) as raw, SequenceFile(raw, digital=True, alphabet=Alphabet.amino()) as sf:
             for seq in sf:
                 n = len(seq)
                 if n > MAX_TARGET_LENGTH:
@@ -140,7 +168,9 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
                 descs.append(seq.description)
                 lengths.append(n)
                 chunks.append(np.frombuffer(bytes(seq.sequence), dtype=np.uint8))
-    except (ValueError, EOFError, OSError) as exc:
+    except InputError:
+        raise
+    except Exception as exc:  # parse errors come as ValueError, EOFError, OSError or pyhmmer's own errors
         raise InputError(f"{path}: malformed sequence file ({exc})") from None
     if not names:
         raise InputError(f"{path}: no sequences found")
