@@ -28,13 +28,28 @@ def _add_thresholds(p: argparse.ArgumentParser) -> None:
     x.add_argument("--cut_ga", action="store_true", help="use each model's GA (gathering) sequence cutoff")
     x.add_argument("--cut_tc", action="store_true", help="use each model's TC (trusted) sequence cutoff")
     x.add_argument("--cut_nc", action="store_true", help="use each model's NC (noise) sequence cutoff")
-    g.add_argument("-Z", type=float, default=None, help="search space size for E-values (default: number of targets)")
+    _add_z(g)
     f = p.add_argument_group("filters")
     f.add_argument("--F1", type=float, default=0.02, help="MSV filter P-value threshold (default 0.02)")
     f.add_argument("--F2", type=float, default=1e-3, help="Viterbi filter P-value threshold (default 1e-3)")
     f.add_argument("--F3", type=float, default=1e-5, help="Forward filter P-value threshold (default 1e-5)")
     f.add_argument("--nobias", action="store_true", help="turn off the composition bias filter")
     f.add_argument("--max", action="store_true", help="turn off all filters (F1=F2=F3=1, no bias filter)")
+
+
+def _add_z(group) -> None:
+    group.add_argument("-Z", type=float, default=None, help="search space size for E-values (default: number of targets)")
+    group.add_argument("--targets-from", metavar="META", default=None,
+                       help="take Z from this prepare --meta JSON (the whole search's target count)")
+
+
+def _search_space(args, default: float | None = None) -> float | None:
+    """Z: -Z, else the target count recorded by ``prepare``, else ``default``."""
+    if args.Z is not None:
+        return args.Z
+    if args.targets_from:
+        return float(json.loads(Path(args.targets_from).read_text())["targets"])
+    return default
 
 
 def _thresholds(args) -> Thresholds:
@@ -46,7 +61,7 @@ def _thresholds(args) -> Thresholds:
     if args.Z is not None and args.Z <= 0:
         raise ValueError(f"-Z must be positive, got {args.Z}")
     return Thresholds(F1=args.F1, F2=args.F2, F3=args.F3, bias_filter=not args.nobias, max_mode=args.max,
-                      E=args.E, T=args.T, cut=cut, Z=args.Z)
+                      E=args.E, T=args.T, cut=cut, Z=_search_space(args))
 
 
 def _load_models(path: str):
@@ -72,10 +87,14 @@ def _load_seqs(path: str):
 
 
 def cmd_devices(args) -> int:
-    from .device import list_devices
+    from .device import list_devices, open_device
 
     for pi, di, platform, name, gpu in list_devices():
         print(f"{pi}:{di}\t{'GPU' if gpu else 'CPU'}\t{platform}\t{name}")
+    if args.check:
+        dev = open_device(args.device)
+        dev.program("msv")
+        print(f"# kernels build on: {dev.name}")
     return 0
 
 
@@ -134,7 +153,8 @@ def cmd_merge(args) -> int:
     from .output import HitRows, read_hits_tsv, write_hits_tsv, write_json, write_tblout
 
     rows = HitRows.concat([read_hits_tsv(p) for p in args.hits])
-    write_tblout(args.tblout, rows, by_evalue=not args.bits_order, command="hmmcascade merge", Z=args.Z)
+    Z = _search_space(args)
+    write_tblout(args.tblout, rows, by_evalue=not args.bits_order, command="hmmcascade merge", Z=Z)
     if args.merged_hits:
         write_hits_tsv(args.merged_hits, rows)
     if args.stats:
@@ -149,7 +169,7 @@ def cmd_merge(args) -> int:
             for d in ("cells", "pairs", "kernel_s"):
                 for k in total[d]:
                     total[d][k] += s[d][k]
-        write_json(args.stats, {"Z": args.Z, "stats": total or {}})
+        write_json(args.stats, {"Z": Z, "stats": total or {}})
     print(f"merged {len(rows)} hits from {len(args.hits)} batches into {args.tblout}", file=sys.stderr)
     return 0
 
@@ -160,7 +180,7 @@ def cmd_compare(args) -> int:
     from .output import read_hits_tsv, write_json
 
     th = _thresholds(args)
-    Z = args.Z if args.Z is not None else float(len(_load_seqs(args.seqs)))
+    Z = th.Z if th.Z is not None else float(len(_load_seqs(args.seqs)))
     ref = run_pyhmmer(read_hmms(args.hmms), args.seqs, th, Z, cpus=args.cpus)
     result = compare_hits(read_hits_tsv(args.ours), ref)
     result["Z"] = Z
@@ -214,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--merged-hits")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])
-    s.add_argument("-Z", type=float, required=True)
+    _add_z(s)
     s.add_argument("--bits-order", action="store_true", help="sort by score (bit thresholds) not E-value")
     s.set_defaults(func=cmd_merge)
 
@@ -230,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("devices", help="list OpenCL devices")
+    s.add_argument("--check", action="store_true", help="also build a kernel on the chosen device (exit 1 if none)")
+    s.add_argument("--device", default=None, help="device to check (default: auto)")
     s.set_defaults(func=cmd_devices)
 
     add_fetch_parser(sub)

@@ -2,7 +2,7 @@
 # checksums each mirror publishes. `hmmcascade fetch` writes to <file>.part,
 # resumes interrupted transfers, and renames only after the MD5 (and gzip
 # stream) check passes, so a failed job never leaves a partial output.
-# Requires PY (common.smk) and config["download"]["pfam_base_url"/"uniprot_base_url"].
+# Requires PY (common.smk) and the pfam_base_url and uniprot_base_url keys of config["download"].
 
 
 rule fetch:
@@ -19,7 +19,9 @@ rule fetch_pfam:
     params:
         py=PY,
         base=config["download"]["pfam_base_url"],
-        outdir="resources/pfam",
+        outdir=lambda wildcards, output: os.path.dirname(output.hmm),
+    conda:
+        ENV
     log:
         "logs/fetch_pfam/fetch.log",
     localrule: True
@@ -35,7 +37,9 @@ rule fetch_uniprot:
     params:
         py=PY,
         base=config["download"]["uniprot_base_url"],
-        outdir="resources/uniprot",
+        outdir=lambda wildcards, output: os.path.dirname(output.fasta),
+    conda:
+        ENV
     log:
         "logs/fetch_uniprot/fetch.log",
     localrule: True

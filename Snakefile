@@ -1,0 +1,18 @@
+# hmmcascade: Pfam domain annotation with HMMER's filter cascade on a GPU (or PoCL on a CPU).
+# Run: snakemake --cores 8   (settings in config.yaml, described in workflow/schemas/config.schema.yaml)
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+
+
+rule all:
+    input:
+        get_final_outputs(),
+
+
+include: "workflow/rules/fetch.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/search.smk"
+include: "workflow/rules/compare.smk"

@@ -1,0 +1,62 @@
+# Shared helpers: config validation, input selection, command prefix.
+import os
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+# The package runs from this checkout's src/: with the conda environment's python under
+# --use-conda (envs/hmmcascade.yaml), else with the interpreter that runs Snakemake.
+_USE_CONDA = "conda" in {str(m) for m in workflow.deployment_settings.deployment_method}
+PY = f"env PYTHONPATH={Path(workflow.basedir) / 'src'} {'python' if _USE_CONDA else sys.executable}"
+ENV = "../../envs/hmmcascade.yaml"
+BATCHES = [f"{b:03d}" for b in range(config["batches"])]
+
+
+def get_hmms():
+    """Model file for the configured database source."""
+    if config["databases"] == "download":
+        return "resources/pfam/Pfam-A.hmm.gz"
+    return config["hmms"]
+
+
+def get_sequences():
+    """Target FASTA for the configured database source."""
+    if config["databases"] == "download":
+        return "resources/uniprot/uniprot_sprot.fasta.gz"
+    return config["sequences"]
+
+
+def threshold_args():
+    """Command-line threshold options shared by search and compare."""
+    t = config["thresholds"]
+    args = [f"--F1 {t['F1']}", f"--F2 {t['F2']}", f"--F3 {t['F3']}"]
+    if t.get("cut"):
+        args.append(f"--cut_{t['cut']}")
+    elif t.get("T") is not None:
+        args.append(f"-T {t['T']}")
+    else:
+        args.append(f"-E {t['E']}")
+    if not t["bias_filter"]:
+        args.append("--nobias")
+    if t["max"]:
+        args.append("--max")
+    return " ".join(args)
+
+
+def z_args(meta):
+    """-Z from config, else the whole search's target count recorded by prepare_sequences."""
+    z = config["thresholds"]["Z"]
+    return f"-Z {z}" if z else f"--targets-from {meta}"
+
+
+def get_final_outputs():
+    outputs = ["results/hmmcascade.tblout", "results/stats.json"]
+    if config["compare"]["enabled"]:
+        outputs += ["results/accuracy.json", "results/accuracy.txt"]
+    if config["databases"] == "download":
+        outputs += ["results/provenance/pfam.json", "results/provenance/uniprot.json"]
+    return outputs

@@ -1,0 +1,28 @@
+# Accuracy: run pyhmmer.hmmsearch on the same inputs, thresholds and Z, and
+# compare hit lists (recall, precision, score differences).
+
+
+rule compare:
+    input:
+        hmms=get_hmms(),
+        seqs=get_sequences(),
+        hits="results/hits.tsv",
+        meta="results/prepared/sequences.json",
+    output:
+        json="results/accuracy.json",
+        summary="results/accuracy.txt",
+    params:
+        py=PY,
+        thresholds=threshold_args(),
+        z=z_args("results/prepared/sequences.json"),
+        cpus=config["compare"]["cpus"],
+        recall=config["compare"]["require_recall"],
+    conda:
+        ENV
+    log:
+        "logs/compare/compare.log",
+    threads: workflow.cores
+    shell:
+        "{params.py} -m hmmcascade compare {input.hmms:q} {input.seqs:q} --ours {input.hits}"
+        " --json {output.json} --summary {output.summary} --cpus {params.cpus} {params.z}"
+        " --require-recall {params.recall} {params.thresholds} 2> {log}"

@@ -1,0 +1,36 @@
+# Preparation: press the models' filter tables once, and sort the targets by
+# length into batches (the research's load balancing: similar lengths per warp).
+
+
+rule press_models:
+    input:
+        hmms=get_hmms(),
+    output:
+        pressed="results/prepared/models.npz",
+    params:
+        py=PY,
+    conda:
+        ENV
+    log:
+        "logs/press_models/press.log",
+    shell:
+        "{params.py} -m hmmcascade press {input.hmms:q} -o {output.pressed} 2> {log}"
+
+
+rule prepare_sequences:
+    input:
+        seqs=get_sequences(),
+    output:
+        batches=expand("results/prepared/batch{batch}.npz", batch=BATCHES),
+        meta="results/prepared/sequences.json",
+    params:
+        py=PY,
+        n=config["batches"],
+        outdir=lambda wildcards, output: os.path.dirname(output.meta),
+    conda:
+        ENV
+    log:
+        "logs/prepare_sequences/prepare.log",
+    shell:
+        "{params.py} -m hmmcascade prepare {input.seqs:q} --outdir {params.outdir}"
+        " --meta {output.meta} --batches {params.n} 2> {log}"

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Set up ./.venv with hmmcascade (editable) and the given extras, and make sure an OpenCL
+# device can build the kernels. Usage: sh workflow/scripts/setup.sh [EXTRAS]   (default: cpu,workflow)
+#
+# PoCL from PyPI (extra "cpu") is built with LLVM 14, which cannot target CPUs newer than it
+# knows (e.g. AMD Zen 5); there, as root on Debian/Ubuntu, Debian's PoCL is installed instead.
+set -eu
+cd "$(dirname "$0")/../.."
+extras="${1:-cpu,workflow}"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
+if ! .venv/bin/python -m hmmcascade devices --check >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: no OpenCL device builds kernels; installing Debian's PoCL (pocl-opencl-icd)" >&2
+        apt-get update -qq >/dev/null 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null
+    fi
+fi
+.venv/bin/python -m hmmcascade devices --check
