@@ -16,18 +16,26 @@ ENV = "../../envs/hmmcascade.yaml"
 BATCHES = [f"{b:03d}" for b in range(config["batches"])]
 
 
+def _input_path(path):
+    """A configured input: as given, or relative to the workflow's checkout (the embedded data)."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    in_checkout = os.path.join(workflow.basedir, path)
+    return in_checkout if os.path.exists(in_checkout) else path
+
+
 def get_hmms():
     """Model file for the configured database source."""
     if config["databases"] == "download":
         return "resources/pfam/Pfam-A.hmm.gz"
-    return config["hmms"]
+    return _input_path(config["hmms"])
 
 
 def get_sequences():
     """Target FASTA for the configured database source."""
     if config["databases"] == "download":
         return "resources/uniprot/uniprot_sprot.fasta.gz"
-    return config["sequences"]
+    return _input_path(config["sequences"])
 
 
 def threshold_args():

@@ -1,0 +1,90 @@
+"""kernels/msv.cl and MsvFilter: HMMER's MSV filter score, bit for bit.
+
+Reference: pyhmmer 0.12.3's ``OptimizedProfile.msv_filter`` (HMMER 3.4
+``p7_MSVFilter``, SSV shortcut included) after ``om.L = len(seq)``, as the
+pipeline reconfigures the length before filtering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pyhmmer.easel import Alphabet, DigitalSequence
+from pyhmmer.plan7 import Background, Profile
+
+from hmmcascade import filters, profiles, stats
+
+AMINO = Alphabet.amino()
+
+
+@pytest.fixture(scope="module")
+def msv_run(msv_sample, device):
+    """Kernel J(L) words and scores (nats) for every (model, sequence) pair of the sample, one launch."""
+    s = msv_sample
+    lp = profiles.length_params(s.seqs.lengths, s.db)
+    models = filters.DeviceModels(device, s.db)
+    batch = filters.DeviceBatch.upload(device, s.seqs, lp)
+    msv = filters.MsvFilter(device, models, 256 << 20)
+    xj, _ = msv(batch, 0, len(s.db))
+    usc = stats.msv_nats(xj, lp.tjb_u8[None, :], s.db.msv_params_u8[:, 2, None], s.db.scale_b)
+    return msv, batch, xj, usc
+
+
+@pytest.fixture(scope="module")
+def hmmer_msv(msv_sample):
+    """HMMER's MSV score (nats) for every pair: ``[models, sequences]`` float32, +inf on byte overflow."""
+    s = msv_sample
+    bg = Background(AMINO)
+    dsqs = [DigitalSequence(AMINO, name=s.seqs.names[i].encode(), sequence=s.residues(i)) for i in range(len(s.seqs))]
+    out = np.empty((len(s.hmms), len(dsqs)), dtype=np.float32)
+    for m, hmm in enumerate(s.hmms):
+        p = Profile(hmm.M, AMINO)
+        p.configure(hmm, bg, 400)
+        om = p.to_optimized()
+        for i, dsq in enumerate(dsqs):
+            om.L = len(dsq)
+            out[m, i] = om.msv_filter(dsq)  # a C float returned as a Python float: the conversion is exact
+    return out
+
+
+def test_sample_covers_lengths_and_both_paths(msv_sample, hmmer_msv):
+    """The comparison below covers lengths 1..>2,000 and both exits of the filter (score and overflow)."""
+    L = msv_sample.seqs.lengths
+    assert len(msv_sample.hmms) >= 20 and len(L) >= 300
+    assert L.min() == 1 and np.count_nonzero(L < 10) == 9 and np.count_nonzero(L > 2000) == 6
+    overflow = np.isposinf(hmmer_msv)
+    assert overflow.any() and (~overflow).any()
+    assert np.all(np.isfinite(hmmer_msv[~overflow]))
+
+
+def test_msv_scores_bit_identical_to_hmmer(msv_sample, msv_run, hmmer_msv):
+    """Every (model, sequence) pair: the kernel's score equals HMMER's float exactly (+inf both on overflow).
+
+    No tolerance: the kernel reproduces HMMER's saturated byte arithmetic and
+    the host its float conversion, so any difference is a bug.
+    """
+    _, _, xj, usc = msv_run
+    mismatch = np.argwhere(usc != hmmer_msv)  # inf == inf holds; float equality otherwise
+    details = [(msv_sample.hmms[m].name, msv_sample.seqs.names[s], int(msv_sample.seqs.lengths[s]),
+                float(usc[m, s]), float(hmmer_msv[m, s])) for m, s in mismatch[:10]]
+    assert len(mismatch) == 0, f"{len(mismatch)} of {usc.size} pairs differ, e.g. {details}"
+    np.testing.assert_array_equal(xj == -1, np.isposinf(hmmer_msv))  # -1 is the kernel's overflow flag
+
+
+def test_msv_model_subrange_launch(msv_sample, msv_run):
+    """A launch over models [lo, hi) fills rows 0..hi-lo with exactly those models' words.
+
+    The cascade launches the models in ranges that fit the scratch budget
+    (``model_groups``); an off-by-one in ``model0`` or the row offsets would
+    give another model's words.  Also ``model_groups`` covers every model once.
+    """
+    msv, batch, xj, _ = msv_run
+    lo, hi = 5, 11
+    part, _ = msv(batch, lo, hi)
+    np.testing.assert_array_equal(part, xj[lo:hi])
+    n_seq = len(msv_sample.seqs)
+    M = msv_sample.db.M
+    small = filters.MsvFilter(msv.dev, msv.models, int(M.max()) * n_seq)  # room for about one long model
+    groups = list(small.model_groups(n_seq))
+    assert len(groups) > 1 and groups[0][0] == 0 and groups[-1][1] == len(M)
+    assert all(a[1] == b[0] for a, b in zip(groups, groups[1:]))

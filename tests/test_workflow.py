@@ -1,0 +1,98 @@
+"""The Snakemake workflow, run for real on small configs (embedded data, a loopback mirror, bad input)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hmmcascade.io import read_hmms
+from test_fetch import site  # noqa: F401 - the loopback Pfam/UniProt mirror fixture
+
+REPO = Path(__file__).resolve().parents[1]
+RESOURCES = REPO / "resources"
+
+
+def _config(tmp_path: Path, **overrides) -> Path:
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            config[key].update(value)
+        else:
+            config[key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _snakemake(tmp_path: Path, config: Path, *targets: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+           "--configfile", str(config), "--cores", "2", "--quiet", *targets]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture
+def small_inputs(tmp_path):
+    """8 of the embedded models and the first 300 embedded proteins."""
+    hmm_path = tmp_path / "models.hmm"
+    with open(hmm_path, "wb") as fh:
+        for hmm in read_hmms(RESOURCES / "pfam35_default.hmm.gz")[:8]:
+            hmm.write(fh)
+    records = gzip.open(RESOURCES / "proteins_default.faa.gz", "rt").read().split(">")[1:301]
+    seq_path = tmp_path / "proteins.faa"
+    seq_path.write_text("".join(">" + r for r in records))
+    return hmm_path, seq_path
+
+
+def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
+    hmm_path, seq_path = small_inputs
+    config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path), batches=3)
+    run = _snakemake(tmp_path, config)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
+    assert accuracy["recall"] == 1.0
+    assert accuracy["pyhmmer_hits"] > 0
+    assert accuracy["Z"] == 300  # the whole search's targets, not one batch's
+    stats = json.loads((tmp_path / "results/stats.json").read_text())["stats"]
+    assert stats["targets"] == 300 and stats["past_fwd"] >= accuracy["hmmcascade_hits"]
+    tbl = (tmp_path / "results/hmmcascade.tblout").read_text().splitlines()
+    rows = [line.split() for line in tbl if not line.startswith("#")]
+    assert len(rows) == accuracy["hmmcascade_hits"]
+    for rule in ("press_models", "prepare_sequences", "search_batch", "merge_hits", "compare"):
+        assert any((tmp_path / "logs" / rule).iterdir()), rule
+    again = _snakemake(tmp_path, config, "--dry-run")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_workflow_downloads_and_annotates(tmp_path, site):  # noqa: F811 - pytest fixture
+    config = _config(tmp_path, databases="download", batches=1,
+                     download={"pfam_base_url": site.pfam_url + "/", "uniprot_base_url": site.uniprot_url + "/"})
+    site.server.cut["/uniprot/uniprot_sprot.fasta.gz"] = 1  # the first transfer is cut half-way
+    run = _snakemake(tmp_path, config)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    assert json.loads((tmp_path / "results/provenance/pfam.json").read_text())["release"] == "35.0"
+    assert json.loads((tmp_path / "results/provenance/uniprot.json").read_text())["release"] == "2024_01"
+    assert len(site.requests_for("/uniprot/uniprot_sprot.fasta.gz")) == 2  # resumed once
+    accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
+    assert accuracy["recall"] == 1.0 and accuracy["pyhmmer_hits"] > 0
+    tbl = (tmp_path / "results/hmmcascade.tblout").read_text()
+    assert "2-Hacid_dh_C" in tbl
+
+
+def test_workflow_fails_cleanly_on_nucleotide_input(tmp_path):
+    dna = tmp_path / "dna.faa"
+    dna.write_text(">s1\n" + "ACGTTGCAACGTAGCTAGCTAGGATCGATCGTAGCTAGCTAGCATCG\n" * 3)
+    config = _config(tmp_path, databases="local", sequences=str(dna), compare={"enabled": False})
+    run = _snakemake(tmp_path, config)
+    assert run.returncode != 0
+    log = (tmp_path / "logs/prepare_sequences/prepare.log").read_text().strip().splitlines()
+    assert log[-1].startswith("hmmcascade: error: ") and "nucleotides" in log[-1]
+    assert not (tmp_path / "results/hmmcascade.tblout").exists()
+    assert not list((tmp_path / "results").rglob("batch*"))  # nothing partial from the failed job
