@@ -16,7 +16,7 @@ import numpy as np
 
 from .device import Device
 from .io import SequenceSet
-from .profiles import LengthParams, ProfileDB
+from .profiles import KP, LengthParams, ProfileDB
 
 __all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFilter", "ForwardFilter"]
 
@@ -36,6 +36,18 @@ def _event_seconds(events) -> float:
     return total
 
 
+def _msv_words(db: ProfileDB) -> np.ndarray:
+    """MSV costs as [KP][Q] words of 4 nodes per model, padded with 255 (-infinity)."""
+    parts = []
+    for m in range(len(db)):
+        M = int(db.M[m])
+        Q4 = (M + 3) // 4 * 4
+        padded = np.full((KP, Q4), 255, dtype=np.uint8)
+        padded[:, :M] = db.emission(db.msv_cost_u8, m)
+        parts.append(padded.ravel())
+    return np.concatenate(parts)
+
+
 class DeviceModels:
     """A model database's tables resident on the device."""
 
@@ -44,7 +56,9 @@ class DeviceModels:
         self.model_M = dev.to_device(db.M.astype(np.int32))
         self.emis_off = dev.to_device(db.emis_off.astype(np.int64))
         self.trans_off = dev.to_device(db.trans_off.astype(np.int64))
-        self.msv_cost = dev.to_device(db.msv_cost_u8)
+        self.msv_words = (db.M.astype(np.int64) + 3) // 4
+        self.msv_cost_off = dev.to_device(np.concatenate([[0], np.cumsum(KP * self.msv_words)[:-1]]).astype(np.int64))
+        self.msv_cost = dev.to_device(_msv_words(db))
         self.msv_params = dev.to_device(db.msv_params_u8.astype(np.uint8).reshape(-1, 4))
         self.bias_odds = dev.to_device(db.bias_odds_f32.astype(np.float32))
         self.vit_msc = dev.to_device(db.vit_msc_i16)
@@ -105,17 +119,17 @@ class MsvFilter:
         self.scratch_bytes = int(scratch_bytes)
 
     def model_groups(self, n_seq: int):
-        """Consecutive model ranges whose rows (sum M x n_seq bytes) fit the scratch budget."""
-        M = self.models.db.M
+        """Consecutive model ranges whose rows (sum of 4-node words x 4 x n_seq bytes) fit the scratch budget."""
+        words = self.models.msv_words
         start, used = 0, 0
-        for m in range(len(M)):
-            need = int(M[m]) * n_seq
+        for m in range(len(words)):
+            need = int(words[m]) * 4 * n_seq
             if m > start and used + need > self.scratch_bytes:
                 yield start, m
                 start, used = m, 0
             used += need
-        if start < len(M):
-            yield start, len(M)
+        if start < len(words):
+            yield start, len(words)
 
     def __call__(self, batch: DeviceBatch, model_lo: int, model_hi: int) -> tuple[np.ndarray, float]:
         """J(L) per (model, sequence) as int16 ``[model_hi - model_lo, n_seq]`` (-1 = overflow)."""
@@ -123,15 +137,15 @@ class MsvFilter:
         n_mod = model_hi - model_lo
         if n_seq == 0 or n_mod <= 0:
             return np.zeros((max(n_mod, 0), n_seq), dtype=np.int16), 0.0
-        M = self.models.db.M[model_lo:model_hi].astype(np.int64)
-        row_off = np.concatenate([[0], np.cumsum(M)[:-1]]).astype(np.int64)
-        row = self.dev.scratch(int(M.sum()) * n_seq)
+        words = self.models.msv_words[model_lo:model_hi]
+        row_off = np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64)
+        row = self.dev.scratch(int(words.sum()) * 4 * n_seq)
         out = self.dev.scratch(n_mod * n_seq * 2)
         gsize = (_round_up(n_seq, LOCAL_SIZE), n_mod)
         ev = self.kernel(
             self.dev.queue, gsize, (LOCAL_SIZE, 1),
             batch.dsq_interleaved, batch.seq_len, batch.seq_tjb, np.int32(n_seq),
-            self.models.msv_cost, self.models.emis_off, self.models.model_M, self.models.msv_params,
+            self.models.msv_cost, self.models.msv_cost_off, self.models.model_M, self.models.msv_params,
             np.int32(model_lo), self.dev.to_device(row_off), row, out,
         )
         xj = self.dev.from_device(out, np.int16, n_mod * n_seq).reshape(n_mod, n_seq)
