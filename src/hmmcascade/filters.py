@@ -36,15 +36,26 @@ def _event_seconds(events) -> float:
     return total
 
 
-def _msv_words(db: ProfileDB) -> np.ndarray:
-    """MSV costs as [KP][Q] words of 4 nodes per model, padded with 255 (-infinity)."""
+def _emission_words(db: ProfileDB, table: np.ndarray, pad) -> np.ndarray:
+    """A [KP, M] emission table per model as [KP][Q] words of 4 nodes, padded with ``pad``."""
     parts = []
     for m in range(len(db)):
         M = int(db.M[m])
-        Q4 = (M + 3) // 4 * 4
-        padded = np.full((KP, Q4), 255, dtype=np.uint8)
-        padded[:, :M] = db.emission(db.msv_cost_u8, m)
+        padded = np.full((KP, (M + 3) // 4 * 4), pad, dtype=table.dtype)
+        padded[:, :M] = db.emission(table, m)
         parts.append(padded.ravel())
+    return np.concatenate(parts)
+
+
+def _transition_words(db: ProfileDB, table: np.ndarray, pad) -> np.ndarray:
+    """A [M, 8] transition table per model as [Q][8] words (transition t of 4 nodes), padded."""
+    parts = []
+    for m in range(len(db)):
+        M = int(db.M[m])
+        Q = (M + 3) // 4
+        padded = np.full((Q * 4, 8), pad, dtype=table.dtype)
+        padded[:M] = db.transitions(table, m)
+        parts.append(padded.reshape(Q, 4, 8).transpose(0, 2, 1).ravel())
     return np.concatenate(parts)
 
 
@@ -56,13 +67,14 @@ class DeviceModels:
         self.model_M = dev.to_device(db.M.astype(np.int32))
         self.emis_off = dev.to_device(db.emis_off.astype(np.int64))
         self.trans_off = dev.to_device(db.trans_off.astype(np.int64))
-        self.msv_words = (db.M.astype(np.int64) + 3) // 4
-        self.msv_cost_off = dev.to_device(np.concatenate([[0], np.cumsum(KP * self.msv_words)[:-1]]).astype(np.int64))
-        self.msv_cost = dev.to_device(_msv_words(db))
+        self.node_words = (db.M.astype(np.int64) + 3) // 4  # words of 4 nodes per model
+        self.word_emis_off = dev.to_device(np.concatenate([[0], np.cumsum(KP * self.node_words)[:-1]]).astype(np.int64))
+        self.msv_cost = dev.to_device(_emission_words(db, db.msv_cost_u8, 255))
+        self.word_trans_off = dev.to_device(np.concatenate([[0], np.cumsum(8 * self.node_words)[:-1]]).astype(np.int64))
         self.msv_params = dev.to_device(db.msv_params_u8.astype(np.uint8).reshape(-1, 4))
         self.bias_odds = dev.to_device(db.bias_odds_f32.astype(np.float32))
-        self.vit_msc = dev.to_device(db.vit_msc_i16)
-        self.vit_tsc = dev.to_device(db.vit_tsc_i16)
+        self.vit_msc = dev.to_device(_emission_words(db, db.vit_msc_i16, -32768))
+        self.vit_tsc = dev.to_device(_transition_words(db, db.vit_tsc_i16, -32768))
         self.vit_xw_e = dev.to_device(db.vit_xw_e_i16.astype(np.int16).reshape(-1, 2))
         self.vit_ddbound = dev.to_device(db.vit_ddbound_i16.astype(np.int16))
         self.fwd_msc = dev.to_device(db.fwd_msc_f32)
@@ -120,7 +132,7 @@ class MsvFilter:
 
     def model_groups(self, n_seq: int):
         """Consecutive model ranges whose rows (sum of 4-node words x 4 x n_seq bytes) fit the scratch budget."""
-        words = self.models.msv_words
+        words = self.models.node_words
         start, used = 0, 0
         for m in range(len(words)):
             need = int(words[m]) * 4 * n_seq
@@ -137,7 +149,7 @@ class MsvFilter:
         n_mod = model_hi - model_lo
         if n_seq == 0 or n_mod <= 0:
             return np.zeros((max(n_mod, 0), n_seq), dtype=np.int16), 0.0
-        words = self.models.msv_words[model_lo:model_hi]
+        words = self.models.node_words[model_lo:model_hi]
         row_off = np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64)
         row = self.dev.scratch(int(words.sum()) * 4 * n_seq)
         out = self.dev.scratch(n_mod * n_seq * 2)
@@ -145,7 +157,7 @@ class MsvFilter:
         ev = self.kernel(
             self.dev.queue, gsize, (LOCAL_SIZE, 1),
             batch.dsq_interleaved, batch.seq_len, batch.seq_tjb, np.int32(n_seq),
-            self.models.msv_cost, self.models.msv_cost_off, self.models.model_M, self.models.msv_params,
+            self.models.msv_cost, self.models.word_emis_off, self.models.model_M, self.models.msv_params,
             np.int32(model_lo), self.dev.to_device(row_off), row, out,
         )
         xj = self.dev.from_device(out, np.int16, n_mod * n_seq).reshape(n_mod, n_seq)
@@ -155,7 +167,7 @@ class MsvFilter:
 class _PairKernel:
     """Shared driver of the per-pair kernels: chunks pairs so scratch rows fit."""
 
-    row_bytes = 0  # bytes per row cell per pair (3 rows)
+    row_bytes = 0  # bytes per node per pair (3 rows)
 
     def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int):
         self.dev, self.models = dev, models
@@ -163,7 +175,7 @@ class _PairKernel:
 
     def _chunks(self, pair_model: np.ndarray):
         """Ranges of pairs (sorted by model length) whose scratch fits the budget."""
-        M = self.models.db.M[pair_model]
+        M = 4 * self.models.node_words[pair_model]
         start = 0
         n = len(pair_model)
         while start < n:
@@ -230,7 +242,7 @@ class BiasFilter(_PairKernel):
 class ViterbiFilter(_PairKernel):
     """``viterbi_filter``: C(L) word per pair (32767 = overflow, -32768 = no path)."""
 
-    row_bytes = 3 * 2
+    row_bytes = 3 * 2  # per node: M, I, D words (rows padded to 4 nodes)
 
     def __init__(self, dev, models, scratch_bytes):
         super().__init__(dev, models, scratch_bytes)
@@ -241,15 +253,15 @@ class ViterbiFilter(_PairKernel):
 
     def _launch(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
-        max_M = int(self.models.db.M[pair_model].max())
-        rows = self.dev.scratch(self.row_bytes * max_M * n)
+        max_Q = int(self.models.node_words[pair_model].max())
+        rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
         out = self.dev.scratch(n * 2)
         m = self.models
         ev = self.kernel(
             self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
             batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
-            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_M),
-            m.vit_msc, m.emis_off, m.vit_tsc, m.trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
+            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+            m.vit_msc, m.word_emis_off, m.vit_tsc, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
             np.int16(m.db.base_w), rows, out,
         )
         return self.dev.from_device(out, np.int16, n), _event_seconds([ev])
