@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--skip-pyhmmer", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--ptx-dir", default=None, help="write each kernel's device binary (PTX text on NVIDIA) here")
     args = ap.parse_args()
 
     t = time.perf_counter()
@@ -79,6 +80,13 @@ def main() -> int:
     for name in ("msv", "bias", "viterbi", "forward"):
         dev.program(name)
     t_build = time.perf_counter() - t
+    if args.ptx_dir:
+        import pyopencl as cl
+
+        Path(args.ptx_dir).mkdir(parents=True, exist_ok=True)
+        for name in ("msv", "bias", "viterbi", "forward"):
+            binary = dev.program(name).get_info(cl.program_info.BINARIES)[0]
+            Path(args.ptx_dir, f"{name}.ptx").write_bytes(binary)
     print(f"device: {dev.name}; {len(db)} models ({db.nodes} nodes) x {len(seqs)} targets "
           f"({seqs.total_residues} residues); kernels built in {t_build:.2f}s", flush=True)
 

@@ -104,9 +104,9 @@ class DeviceBatch:
             raise ValueError("a device batch must be sorted by length")
         Lmax = int(seqs.lengths.max()) if n else 0
         inter = np.zeros((max(Lmax, 1), max(n, 1)), dtype=np.uint8)
-        for s in range(n):
-            o, L = seqs.offsets[s], seqs.lengths[s]
-            inter[:L, s] = seqs.residues[o : o + L]
+        column = np.repeat(np.arange(n), seqs.lengths)
+        position = np.arange(len(column), dtype=np.int64) - np.repeat(seqs.offsets, seqs.lengths)
+        inter[position, column] = seqs.residues[np.repeat(seqs.offsets, seqs.lengths) + position]
         xf = np.stack([params.xf_move_f32, params.xf_loop_f32], axis=1).astype(np.float32)
         return cls(
             seqs=seqs,

@@ -108,10 +108,8 @@ class SequenceSet:
         offsets = np.zeros(len(index), dtype=np.int64)
         if len(index):
             offsets[1:] = np.cumsum(lengths[:-1], dtype=np.int64)
-        residues = np.empty(int(lengths.sum()), dtype=np.uint8)
-        for new, old in enumerate(index):
-            o, n = self.offsets[old], self.lengths[old]
-            residues[offsets[new] : offsets[new] + n] = self.residues[o : o + n]
+        within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(offsets, lengths)
+        residues = self.residues[np.repeat(self.offsets[index], lengths) + within]
         return SequenceSet(
             names=[self.names[i] for i in index],
             descriptions=[self.descriptions[i] for i in index],
