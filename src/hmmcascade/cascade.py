@@ -241,7 +241,7 @@ def check_cutoffs(db: ProfileDB, cut: str) -> None:
 
 
 def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
-           batch_cells: int = 64 << 20, batch_seqs: int = 65536, progress=None,
+           batch_cells: int | None = None, batch_seqs: int = 262144, progress=None,
            scratch_bytes: int | None = None) -> SearchResult:
     """Search every model of ``db`` against every sequence of ``seqs``.
 
@@ -250,7 +250,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         seqs: target sequences (any order; hits refer to their indices).
         dev: an open OpenCL device.
         thresholds: filter and reporting thresholds (HMMER's defaults).
-        batch_cells: bound on (sequences x longest length) per device batch.
+        batch_cells: bound on (sequences x longest length) per device batch;
+            default: 1/64 of the device's memory, at most 256 Mi.
         batch_seqs: bound on sequences per device batch.
         progress: optional callable ``(residues_done, residues_total)``.
         scratch_bytes: device scratch budget per launch (default: half the
@@ -266,6 +267,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     Z = float(th.Z) if th.Z else float(len(seqs))
     total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
     cascade = Cascade(dev, db, scratch_bytes=scratch_bytes)
+    batch_cells = batch_cells or min(256 << 20, max(dev.global_mem_bytes // 64, 1 << 20))
     order = np.argsort(seqs.lengths, kind="stable")
     order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
     parts = []

@@ -1,0 +1,111 @@
+"""The command line: search -> tblout, thresholds, --max, and one-line errors with exit status 1."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HMMS = REPO / "resources" / "pfam35_default.hmm.gz"
+SEQS = REPO / "resources" / "proteins_default.faa.gz"
+
+
+def _run(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hmmcascade", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def small_seqs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "small.faa"
+    records = gzip.open(SEQS, "rt").read().split(">")[1:401]
+    path.write_text("".join(">" + r for r in records))
+    return path
+
+
+def _table(path: Path) -> list[list[str]]:
+    return [line.split(None, 18) for line in path.read_text().splitlines() if not line.startswith("#")]
+
+
+def test_search_writes_hmmer_tblout(tmp_path, small_seqs):
+    out = tmp_path / "hits.tbl"
+    run = _run("search", HMMS, small_seqs, "--tblout", out, "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert "Passed MSV filter:" in run.stderr and "Target sequences:" in run.stderr
+    lines = out.read_text().splitlines()
+    assert lines[-1] == "# [ok]"
+    assert any("pre_score" in line for line in lines if line.startswith("#"))
+    rows = _table(out)
+    assert rows, "the embedded data has hits"
+    for row in rows:
+        assert len(row) == 19
+        evalue, score = float(row[4]), float(row[5])
+        assert evalue <= 10.0 and score == float(row[8])
+    # Within a query, rows are sorted by E-value; queries appear in model-file order.
+    queries = [r[2] for r in rows]
+    assert queries == sorted(queries, key=queries.index)
+    for q in set(queries):
+        evalues = [float(r[4]) for r in rows if r[2] == q]
+        assert evalues == sorted(evalues)
+
+
+def test_thresholds_narrow_the_list(tmp_path, small_seqs):
+    counts = {}
+    for name, opts in {"E10": ["-E", "10"], "E1e-10": ["-E", "1e-10"], "T50": ["-T", "50"], "ga": ["--cut_ga"]}.items():
+        out = tmp_path / f"{name}.tbl"
+        run = _run("search", HMMS, small_seqs, "--tblout", out, "--quiet", *opts)
+        assert run.returncode == 0, run.stderr
+        rows = _table(out)
+        counts[name] = len(rows)
+        if name == "T50":
+            assert all(float(r[5]) >= 50 for r in rows)
+    assert counts["E10"] > counts["E1e-10"] > 0
+    assert 0 < counts["ga"] <= counts["E10"]
+
+
+def test_max_mode_passes_everything_to_forward(tmp_path, small_seqs):
+    stats = tmp_path / "stats.json"
+    run = _run("search", HMMS, small_seqs, "--max", "--stats", stats, "--quiet", "-Z", "400")
+    assert run.returncode == 0, run.stderr
+    import json
+
+    s = json.loads(stats.read_text())["stats"]
+    pairs = s["models"] * 400
+    assert s["past_msv"] == s["past_bias"] == s["past_vit"] == s["past_fwd"] == pairs
+
+
+BAD_SEQUENCE_FILES = {
+    "missing.faa": (None, "sequence file not found"),
+    "empty.faa": ("", "sequence file is empty"),
+    "dna.faa": (">x\n" + "ACGT" * 30 + "\n", "nucleotides"),
+    "garbage.faa": ("this is not\na sequence file\n", "not a recognised sequence file format"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SEQUENCE_FILES))
+def test_bad_sequences_give_one_line(tmp_path, name):
+    content, message = BAD_SEQUENCE_FILES[name]
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    out = tmp_path / "o.tbl"
+    run = _run("search", HMMS, path, "--tblout", out)
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert lines[-1].startswith("hmmcascade: error: ") and message in lines[-1] and str(path) in lines[-1]
+    assert "Traceback" not in run.stderr
+    assert not out.exists()
+
+
+def test_bad_thresholds_and_cutoffs(tmp_path, small_seqs):
+    run = _run("search", HMMS, small_seqs, "--F1", "0")
+    assert run.returncode == 1 and "--F1 must be in (0, 1]" in run.stderr
+    nocut = tmp_path / "nocut.hmm"
+    text = gzip.open(HMMS, "rt").read().split("//\n")[0] + "//\n"
+    nocut.write_text("".join(line + "\n" for line in text.splitlines() if not line.startswith("GA ")))
+    run = _run("search", nocut, small_seqs, "--cut_ga")
+    assert run.returncode == 1 and "no GA cutoff" in run.stderr
