@@ -124,9 +124,11 @@ def msv_sample(default_hmms, default_seqs):
     * all 6 default proteins longer than 2,000 residues (2,099 to 4,560);
     * all 6 containing degenerate residues (X or U);
     * the best HMMER hit of every default model that has one (``BEST_HITS``,
-      37 distinct proteins): strong hits overflow the byte (MSV) and word
+      38 distinct proteins): strong hits overflow the byte (MSV) and word
       (Viterbi) score ranges, so both paths of each filter are exercised;
-    * 270 proteins evenly spaced in length rank over all 2,000.
+    * 270 proteins evenly spaced in length rank over all 2,000;
+
+    315 distinct proteins in all (the groups overlap), plus the fragments.
 
     Many default proteins end in ``*`` (Easel's nonresidue code 27), so the
     sample also contains that code.
@@ -160,5 +162,5 @@ def msv_sample(default_hmms, default_seqs):
                                  for j, n in enumerate(lengths)]),
     )
     all_seqs = sorted_by_length(concat([frags, real]))
-    assert len(long) == 6 and len(degenerate) == 6
+    assert len(long) == 6 and len(degenerate) == 6 and len(all_seqs) == 324
     return Sample(hmms=chosen_hmms, model_index=model_index, db=profiles.press(chosen_hmms), seqs=all_seqs)

@@ -21,8 +21,9 @@ from hmmcascade import cascade, filters, profiles, stats
 WORD_NEG_INF = -32768
 WORD_MAX = 32767
 
-#: Models of the Viterbi comparison: lengths 13 to 1021.
-VIT_MODELS = ("MraY_sig1", "MarR", "Peptidase_S49", "Aminotran_1_2", "PFL-like", "ACR_tran")
+#: Models of the Viterbi comparison: lengths 13 to 1021, every remainder of M mod 4 (the kernel
+#: packs four nodes per word and pads the last): 13, 44, 59, 154, 216, 363, 647, 1021.
+VIT_MODELS = ("MraY_sig1", "tRNA_SAD", "MarR", "Peptidase_S49", "NMT1", "Aminotran_1_2", "PFL-like", "ACR_tran")
 
 
 def word_inf(a: np.ndarray) -> np.ndarray:
@@ -105,3 +106,113 @@ def generic_viterbi(db, m: int, seqs, move_w: np.ndarray):
 def generic_viterbi_nats(db, m, seqs, move_w):
     words, top = generic_viterbi(db, m, seqs, move_w)
     return words / db.scale_w - 3.0, top  # the filter's score: its -3 nat NN/CC/JJ approximation
+
+
+@pytest.fixture(scope="module")
+def vit_sample(msv_sample, default_hmms):
+    """8 models (M 13..1021) x 41 sequences (lengths 1..4,560, sorted), pressed.
+
+    Sequences: each model's best HMMER hit (most overflow the word range) and
+    33 evenly spaced in length rank over the MSV sample, whose shortest is a
+    1-residue fragment and longest the 4,560-residue protein.
+    """
+    hmms = [h for h in default_hmms if h.name in VIT_MODELS]
+    assert len(hmms) == len(VIT_MODELS)
+    seqs = msv_sample.seqs
+    index = {n: i for i, n in enumerate(seqs.names)}
+    best = [index[BEST_HITS[h.name]] for h in hmms]
+    spread = np.linspace(0, len(seqs) - 1, 33).round().astype(int)
+    chosen = np.unique(np.concatenate([best, spread]))  # seqs is length-sorted, so this stays sorted
+    assert len(chosen) == 41  # 8 best hits + 33 spread, no overlap
+    return profiles.press(hmms), seqs.subset(chosen)
+
+
+def test_viterbi_filter_matches_generic_viterbi(vit_sample, device):
+    """Kernel score = generic Viterbi score within 0.001 nats (HMMER's utest bound), overflow exactly where due.
+
+    0.001 nats is less than one word (1/500 bit = 0.0014 nats), so this asks
+    for the same word; the remaining slack is the float conversion.  A kernel
+    overflow (+inf) is allowed only where the reference's best match cell
+    reaches the 16-bit limit (max_i,k M(i,k) + base_w >= 32767), and required there.
+
+    Pairs go in shuffled order through a 64 KiB scratch budget, so the pair
+    sorting, the chunking into several launches and the scatter back are exercised too.
+    """
+    db, seqs = vit_sample
+    lp = profiles.length_params(seqs.lengths, db)
+    batch = filters.DeviceBatch.upload(device, seqs, lp)
+    vf = filters.ViterbiFilter(device, filters.DeviceModels(device, db), 64 << 10)
+    rng = np.random.default_rng(7)
+    perm = rng.permutation(len(db) * len(seqs))
+    pair_model = np.repeat(np.arange(len(db)), len(seqs))[perm]
+    pair_seq = np.tile(np.arange(len(seqs)), len(db))[perm]
+    by_length = pair_model[np.argsort(db.M[pair_model], kind="stable")]
+    assert len(list(vf._chunks(by_length))) > 10  # the budget holds ~10 pairs of the longest model
+    xc, _ = vf(batch, pair_seq, pair_model)
+    got = stats.viterbi_nats(xc, lp.xw_move_i16[pair_seq], db.base_w, db.scale_w)
+
+    n_overflow = n_finite = 0
+    for m in range(len(db)):
+        ref, top = generic_viterbi_nats(db, m, seqs, lp.xw_move_i16)
+        sel = pair_model == m
+        k = np.empty(len(seqs), dtype=np.float32)
+        k[pair_seq[sel]] = got[sel]
+        ref_overflow = top + db.base_w >= WORD_MAX
+        np.testing.assert_array_equal(np.isposinf(k), ref_overflow, err_msg=db.names[m])
+        ok = ~ref_overflow
+        assert np.all(np.isfinite(ref[ok])), db.names[m]
+        diff = np.abs(k[ok].astype(np.float64) - ref[ok])
+        worst = int(np.argmax(diff))
+        assert diff.max() <= 1e-3, (db.names[m], seqs.names[np.flatnonzero(ok)[worst]], k[ok][worst], ref[ok][worst])
+        n_overflow += int(ref_overflow.sum())
+        n_finite += int(ok.sum())
+    assert n_overflow >= 5 and n_finite >= 200  # both exits of the filter were compared
+
+
+#: Pairs passing each filter, per model, printed by HMMER 3.3.2 (Debian's /usr/bin/hmmsearch):
+#:     zcat resources/pfam35_default.hmm.gz > models.hmm; zcat resources/proteins_default.faa.gz > seqs.faa
+#:     hmmsearch --cpu 2 -Z 2000 -o out.txt models.hmm seqs.faa
+#: "Passed MSV filter", "Passed bias filter", "Passed Vit filter", "Passed Fwd filter" of each query.
+HMMER_PASSED = {
+    "3Beta_HSD": (66, 45, 9, 7), "AAA_18": (198, 169, 88, 42), "ABC2_membrane_7": (95, 60, 3, 0),
+    "Abhydrolase_1": (81, 73, 19, 16), "ACAS_N": (51, 37, 4, 1), "ACR_tran": (146, 73, 9, 2),
+    "ADH_N": (50, 42, 8, 4), "Aminotran_1_2": (81, 70, 20, 12), "ArAE_1": (209, 47, 4, 3),
+    "ArsA_ATPase": (121, 67, 8, 2), "Caps_assemb_Wzi": (58, 34, 2, 1), "Cation_ATPase_C": (275, 59, 10, 2),
+    "Cation_efflux": (224, 45, 7, 1), "COesterase": (82, 49, 7, 1), "CRS1_YhbY": (63, 47, 8, 3),
+    "DUF3817": (85, 30, 1, 0), "DUF4131": (290, 241, 68, 42), "DUF5976": (82, 51, 8, 1),
+    "DUF6007": (137, 39, 3, 1), "DUF6317": (71, 55, 7, 1), "DUF6367": (90, 66, 2, 0),
+    "EAL": (110, 90, 13, 6), "FeoB_Cyto": (170, 93, 14, 1), "Fer4_14": (101, 80, 14, 7),
+    "FliD_C": (137, 55, 8, 0), "GreA_GreB": (71, 58, 9, 2), "GreA_GreB_N": (155, 78, 11, 3),
+    "HD_assoc": (79, 61, 1, 0), "HSP70": (141, 56, 6, 2), "MarR": (157, 152, 71, 33),
+    "Molybdopterin": (83, 63, 7, 2), "MraY_sig1": (56, 44, 4, 1), "MycE_N": (69, 62, 2, 0),
+    "Ndc1_Nup": (168, 103, 17, 3), "NMT1": (92, 58, 11, 7), "Peptidase_S49": (103, 74, 11, 2),
+    "PFL-like": (79, 44, 5, 1), "Phosphorylase": (95, 44, 2, 1), "SBBP": (66, 45, 8, 0),
+    "TonB_dep_Rec": (77, 30, 3, 1), "TPR_1": (73, 63, 12, 6), "TRAM_LAG1_CLN8": (175, 35, 1, 0),
+    "Transgly_assoc": (190, 44, 8, 3), "tRNA-synt_1": (105, 51, 6, 3), "tRNA-synt_2c": (111, 54, 6, 2),
+    "tRNA_SAD": (43, 38, 4, 3), "YfhO": (290, 94, 12, 2), "Zip": (206, 99, 25, 7),
+}
+
+
+def test_stage_totals_equal_hmmer(default_search):
+    """All 48 models x 2,000 proteins in one search: totals of HMMER 3.3.2's per-query counts.
+
+    Exact: each stage's decision is a P-value threshold on a score that
+    reproduces HMMER's float, so a single pair decided differently shows up.
+    """
+    st = default_search.stats
+    expected = np.sum(list(HMMER_PASSED.values()), axis=0)
+    assert tuple(expected) == (5757, 3167, 586, 240)
+    assert (st.past_msv, st.past_bias, st.past_vit, st.past_fwd) == tuple(expected)
+    assert st.targets == 2000 and st.models == 48
+    assert st.residues == 647_381  # HMMER: "Target sequences: 2000 (647381 residues searched)"
+
+
+def test_stage_counts_per_model_equal_hmmer(default_hmms, default_seqs, device):
+    """Each model searched alone: its four pass counts equal HMMER 3.3.2's for that query."""
+    assert sorted(HMMER_PASSED) == sorted(h.name for h in default_hmms)
+    got = {}
+    for hmm in default_hmms:
+        st = cascade.search(profiles.press([hmm]), default_seqs, device, cascade.Thresholds(Z=2000)).stats
+        got[hmm.name] = (st.past_msv, st.past_bias, st.past_vit, st.past_fwd)
+    wrong = {name: (got[name], want) for name, want in HMMER_PASSED.items() if got[name] != want}
+    assert not wrong, f"(ours, HMMER) per model: {wrong}"

@@ -146,6 +146,14 @@ class Device:
         cache[name] = prg
         return prg
 
+    def kernel(self, program: str, name: str):
+        """The kernel ``name`` of ``kernels/<program>.cl``, retrieved once per device."""
+        cache = self.__dict__.setdefault("_kernels", {})
+        key = (program, name)
+        if key not in cache:
+            cache[key] = getattr(self.program(program), name)
+        return cache[key]
+
     def to_device(self, array: np.ndarray):
         cl = _cl()
         a = np.ascontiguousarray(array)

@@ -127,7 +127,7 @@ class MsvFilter:
 
     def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int):
         self.dev, self.models = dev, models
-        self.kernel = dev.program("msv").msv_filter
+        self.kernel = dev.kernel("msv", "msv_filter")
         self.scratch_bytes = int(scratch_bytes)
 
     def model_groups(self, n_seq: int):
@@ -219,7 +219,7 @@ class BiasFilter(_PairKernel):
 
     def __init__(self, dev, models, scratch_bytes):
         super().__init__(dev, models, scratch_bytes)
-        self.kernel = dev.program("bias").bias_filter
+        self.kernel = dev.kernel("bias", "bias_filter")
 
     def _chunks(self, pair_model):
         yield 0, len(pair_model)
@@ -246,7 +246,7 @@ class ViterbiFilter(_PairKernel):
 
     def __init__(self, dev, models, scratch_bytes):
         super().__init__(dev, models, scratch_bytes)
-        self.kernel = dev.program("viterbi").viterbi_filter
+        self.kernel = dev.kernel("viterbi", "viterbi_filter")
 
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.int16)
@@ -274,7 +274,7 @@ class ForwardFilter(_PairKernel):
 
     def __init__(self, dev, models, scratch_bytes):
         super().__init__(dev, models, scratch_bytes)
-        self.kernel = dev.program("forward").forward_filter
+        self.kernel = dev.kernel("forward", "forward_filter")
 
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.float32)

@@ -47,8 +47,34 @@ def _open_binary(path: Path):
             while gz.read(1 << 22):
                 pass
     except (EOFError, OSError, gzip.BadGzipFile) as exc:
-        raise InputError(f"{path}: truncated or corrupt gzip file ({exc})") from None
+        raise InputError(f"{path}: truncated or corrupt gzip file ({_one_line(exc)})") from None
     return gzip.open(path, "rb")
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's text collapsed onto one line."""
+    return " ".join(str(exc).split())
+
+
+def _text_model_count(path: Path) -> int | None:
+    """Models a text HMM file declares (``HMMER3/...`` header lines), or None for binary files.
+
+    Raises :class:`InputError` when the file does not end with a model's ``//`` line: a cut at a line
+    end inside a later model would otherwise read as a shorter, complete-looking file.
+    """
+    with _open_binary(path) as fh:
+        first = fh.read(5)
+        if first not in (b"HMMER",):
+            return None
+        count, last = 1, b""
+        for line in fh:
+            if line.startswith(b"HMMER"):
+                count += 1
+            if line.strip():
+                last = line.strip()
+    if last != b"//":
+        raise InputError(f"{path}: truncated HMM file (the last model does not end with '//')")
+    return count
 
 
 def _alphabet_name(alphabet) -> str:
@@ -69,9 +95,12 @@ def read_hmms(path: str | os.PathLike) -> list:
     except InputError:
         raise
     except Exception as exc:  # parse errors come as ValueError, EOFError, OSError or pyhmmer's own errors
-        raise InputError(f"{path}: not a valid HMMER3 model file ({exc})") from None
+        raise InputError(f"{path}: not a valid HMMER3 model file ({_one_line(exc)})") from None
     if not hmms:
         raise InputError(f"{path}: no HMMER3 models could be read (malformed or truncated file)")
+    declared = _text_model_count(path)
+    if declared is not None and declared != len(hmms):
+        raise InputError(f"{path}: {declared} models declared but {len(hmms)} read (malformed or truncated file)")
     amino = Alphabet.amino()
     for hmm in hmms:
         if hmm.alphabet != amino:
@@ -148,7 +177,7 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
     except InputError:
         raise
     except (OSError, EOFError) as exc:
-        raise InputError(f"{path}: cannot read sequence file ({exc})") from None
+        raise InputError(f"{path}: cannot read sequence file ({_one_line(exc)})") from None
     except Exception:  # pyhmmer raises ValueError, SystemError or EaselError for unrecognisable text
         raise InputError(f"{path}: not a recognised sequence file format (expected FASTA)") from None
     if guessed is not None and not guessed.is_amino():
@@ -169,7 +198,7 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
     except InputError:
         raise
     except Exception as exc:  # parse errors come as ValueError, EOFError, OSError or pyhmmer's own errors
-        raise InputError(f"{path}: malformed sequence file ({exc})") from None
+        raise InputError(f"{path}: malformed sequence file ({_one_line(exc)})") from None
     if not names:
         raise InputError(f"{path}: no sequences found")
     lengths_a = np.asarray(lengths, dtype=np.int32)
