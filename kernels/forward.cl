@@ -21,8 +21,9 @@
  * differs from HMMER's striped order, so scores agree to float rounding
  * (~1e-6 relative), not bit for bit.
  *
- * Work: one work-item per pair; rows M, I, D in global scratch interleaved
- * by pair, as in viterbi.cl.
+ * Work: one work-item per pair; four nodes per float4 word (tables padded
+ * with 0 to a multiple of 4 nodes); rows M, I, D in global scratch as words
+ * interleaved by pair, as in viterbi.cl.
  */
 #include "hmmcascade.h"
 
@@ -34,60 +35,71 @@ __kernel void forward_filter(
     __global const int   *pair_seq,
     __global const int   *pair_model,
     const int n_pairs,
-    const int max_M,
-    __global const float *msc,       /* concatenated [KP * M] match odds         */
-    __global const long  *emis_off,
-    __global const float *tsc,       /* concatenated [M * 8] transitions         */
-    __global const long  *trans_off,
+    const int max_Q,
+    __global const float4 *msc,      /* per model [KP][Q] words of 4 nodes (odds) */
+    __global const long  *msc_off,   /* [n_models] start, in words                */
+    __global const float4 *tsc,      /* per model [Q][8] words (probabilities)    */
+    __global const long  *tsc_off,   /* [n_models] start, in words                */
     __global const int   *model_M,
-    __global const float2 *xf_e,     /* [n_models] E move, E loop                */
-    __global float *rows,            /* scratch: 3 * max_M * n_pairs floats      */
-    __global float *out_nats)        /* [n_pairs] Forward score                  */
+    __global const float2 *xf_e,     /* [n_models] E move, E loop                 */
+    __global float4 *rows,           /* scratch: 3 * max_Q * n_pairs words        */
+    __global float *out_nats)        /* [n_pairs] Forward score                   */
 {
     const int p = get_global_id(0);
     if (p >= n_pairs) return;
     const int s = pair_seq[p];
     const int m = pair_model[p];
-    const int M = model_M[m];
+    const int Q = (model_M[m] + 3) / 4;
     const int L = seq_len[s];
     __global const uchar *x = dsq + seq_off[s];
-    __global const float *msc_m = msc + emis_off[m];
-    __global const float *t = tsc + trans_off[m];
+    __global const float4 *msc_m = msc + msc_off[m];
+    __global const float4 *t = tsc + tsc_off[m];
     const long stride = n_pairs;
-    __global float *mr = rows + p;
-    __global float *ir = mr + (long) max_M * stride;
-    __global float *dr = ir + (long) max_M * stride;
+    __global float4 *mr = rows + p;
+    __global float4 *ir = mr + (long) max_Q * stride;
+    __global float4 *dr = ir + (long) max_Q * stride;
 
     const float2 nc = seq_xf[s];             /* .x move, .y loop */
     const float2 xe = xf_e[m];
-    for (int k = 0; k < M; k++) mr[k * stride] = ir[k * stride] = dr[k * stride] = 0.0f;
+    for (int q = 0; q < Q; q++) mr[q * stride] = ir[q * stride] = dr[q * stride] = (float4) (0.0f);
 
     float xN = 1.0f, xJ = 0.0f, xC = 0.0f;
     float xB = nc.x;
     float totscale = 0.0f;
     float pscale = 1.0f;                      /* pending rescale of the previous row */
     for (int i = 0; i < L; i++) {
-        __global const float *e = msc_m + (int) x[i] * M;
-        float mpv = 0.0f, ipv = 0.0f, dpv = 0.0f, dcv = 0.0f;
-        float xE = 0.0f, xEd = 0.0f;
-        for (int k = 0; k < M; k++) {
-            __global const float *tk = t + k * N_TRANS;
-            float sv = xB * tk[T_BM];
-            sv = sv + mpv * tk[T_MM];
-            sv = sv + ipv * tk[T_IM];
-            sv = sv + dpv * tk[T_DM];
-            sv = sv * e[k];
-            xE = xE + sv;
-            mpv = mr[k * stride] * pscale;
-            dpv = dr[k * stride] * pscale;
-            ipv = ir[k * stride] * pscale;
-            mr[k * stride] = sv;
-            dr[k * stride] = dcv;
-            xEd = xEd + dcv;
-            ir[k * stride] = mpv * tk[T_MI] + ipv * tk[T_II];
-            dcv = sv * tk[T_MD] + dcv * tk[T_DD];
+        __global const float4 *e = msc_m + (int) x[i] * Q;
+        const float4 xBv = (float4) (xB);
+        float cm = 0.0f, ci = 0.0f, cd = 0.0f, dcarry = 0.0f;
+        float4 xEv = (float4) (0.0f), xEdv = (float4) (0.0f);
+        for (int q = 0; q < Q; q++) {
+            __global const float4 *tq = t + q * N_TRANS;
+            const float4 om = mr[q * stride] * pscale;
+            const float4 oi = ir[q * stride] * pscale;
+            const float4 od = dr[q * stride] * pscale;
+            const float4 mpv = (float4) (cm, om.x, om.y, om.z);
+            const float4 ipv = (float4) (ci, oi.x, oi.y, oi.z);
+            const float4 dpv = (float4) (cd, od.x, od.y, od.z);
+            cm = om.w; ci = oi.w; cd = od.w;
+            float4 sv = xBv * tq[T_BM];
+            sv = sv + mpv * tq[T_MM];
+            sv = sv + ipv * tq[T_IM];
+            sv = sv + dpv * tq[T_DM];
+            sv = sv * e[q];
+            xEv = xEv + sv;
+            const float4 md = tq[T_MD], dd = tq[T_DD];
+            float4 dv;
+            dv.x = dcarry;
+            dv.y = sv.x * md.x + dv.x * dd.x;
+            dv.z = sv.y * md.y + dv.y * dd.y;
+            dv.w = sv.z * md.z + dv.z * dd.z;
+            dcarry = sv.w * md.w + dv.w * dd.w;
+            xEdv = xEdv + dv;
+            mr[q * stride] = sv;
+            dr[q * stride] = dv;
+            ir[q * stride] = om * tq[T_MI] + oi * tq[T_II];
         }
-        xE = xE + xEd;
+        const float xE = ((xEv.x + xEv.y) + (xEv.z + xEv.w)) + ((xEdv.x + xEdv.y) + (xEdv.z + xEdv.w));
         xN = xN * nc.y;
         xC = xC * nc.y + xE * xe.x;
         xJ = xJ * nc.y + xE * xe.y;

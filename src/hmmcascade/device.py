@@ -139,8 +139,11 @@ class Device:
             return cache[name]
         cl = _cl()
         src = _source(name)
+        options = ["-cl-std=CL1.2"]
+        if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+            options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # IEEE float division, as HMMER's C
         try:
-            prg = cl.Program(self.ctx, src).build(options=["-cl-std=CL1.2"])
+            prg = cl.Program(self.ctx, src).build(options=options)
         except cl.RuntimeError as exc:
             raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
         cache[name] = prg

@@ -65,8 +65,6 @@ class DeviceModels:
     def __init__(self, dev: Device, db: ProfileDB):
         self.dev, self.db = dev, db
         self.model_M = dev.to_device(db.M.astype(np.int32))
-        self.emis_off = dev.to_device(db.emis_off.astype(np.int64))
-        self.trans_off = dev.to_device(db.trans_off.astype(np.int64))
         self.node_words = (db.M.astype(np.int64) + 3) // 4  # words of 4 nodes per model
         self.word_emis_off = dev.to_device(np.concatenate([[0], np.cumsum(KP * self.node_words)[:-1]]).astype(np.int64))
         self.msv_cost = dev.to_device(_emission_words(db, db.msv_cost_u8, 255))
@@ -77,8 +75,8 @@ class DeviceModels:
         self.vit_tsc = dev.to_device(_transition_words(db, db.vit_tsc_i16, -32768))
         self.vit_xw_e = dev.to_device(db.vit_xw_e_i16.astype(np.int16).reshape(-1, 2))
         self.vit_ddbound = dev.to_device(db.vit_ddbound_i16.astype(np.int16))
-        self.fwd_msc = dev.to_device(db.fwd_msc_f32)
-        self.fwd_tsc = dev.to_device(db.fwd_tsc_f32)
+        self.fwd_msc = dev.to_device(_emission_words(db, db.fwd_msc_f32, 0.0))
+        self.fwd_tsc = dev.to_device(_transition_words(db, db.fwd_tsc_f32, 0.0))
         self.fwd_xf_e = dev.to_device(db.fwd_xf_e_f32.astype(np.float32).reshape(-1, 2))
 
 
@@ -281,14 +279,14 @@ class ForwardFilter(_PairKernel):
 
     def _launch(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
-        max_M = int(self.models.db.M[pair_model].max())
-        rows = self.dev.scratch(self.row_bytes * max_M * n)
+        max_Q = int(self.models.node_words[pair_model].max())
+        rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
         out = self.dev.scratch(n * 4)
         m = self.models
         ev = self.kernel(
             self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
             batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
-            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_M),
-            m.fwd_msc, m.emis_off, m.fwd_tsc, m.trans_off, m.model_M, m.fwd_xf_e, rows, out,
+            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out,
         )
         return self.dev.from_device(out, np.float32, n), _event_seconds([ev])
