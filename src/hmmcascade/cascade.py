@@ -166,12 +166,13 @@ class Cascade:
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
-            usc = stats.msv_nats(xj, lp.tjb_u8[None, :], db.msv_params_u8[lo:hi, 2, None], db.scale_b)
-            P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[None, :]), ev[lo:hi, 0, None], ev[lo:hi, 1, None])
-            mi, si = np.nonzero(P <= th.F1)
-            ps.append(si)
-            pm.append(mi + lo)
-            usc_all.append(usc[mi, si])
+            mi, si = _msv_candidates(xj, lo, hi, lp, db, th.F1)
+            usc = stats.msv_nats(xj[mi, si], lp.tjb_u8[si], db.msv_params_u8[mi + lo, 2], db.scale_b)
+            P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), ev[mi + lo, 0], ev[mi + lo, 1])
+            keep = P <= th.F1
+            ps.append(si[keep])
+            pm.append(mi[keep] + lo)
+            usc_all.append(usc[keep])
             host += time.perf_counter() - t1
         t1 = time.perf_counter()
         seq_i = np.concatenate(ps).astype(np.int32)
@@ -221,6 +222,24 @@ class Cascade:
                "nullsc": lp.nullsc_nats[seq_i[keep]]}
         st.host_s = host + time.perf_counter() - t1
         return out, st
+
+
+def _msv_candidates(xj: np.ndarray, lo: int, hi: int, lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
+    """(model row, sequence) of pairs that may pass the MSV filter, by one integer-scale comparison.
+
+    P <= F1 needs a bit score of at least mu - ln(-ln(1 - F1)) / lambda; in J(L) units that is
+    tjb_b + base_b + scale_b * (3 + nullsc + ln2 * bits).  With a margin of ``margin_bits`` this
+    keeps every pair that passes (the exact float/double test follows on the candidates only) and
+    drops the ~95% that cannot, without the P-value arithmetic on every pair.
+    """
+    if F1 >= 1.0:
+        return np.nonzero(np.ones(xj.shape, dtype=bool))
+    ev = db.evparams[lo:hi].astype(np.float64)
+    thr_bits = ev[:, 0] - np.log(-np.log1p(-F1)) / ev[:, 1]
+    per_model = db.msv_params_u8[lo:hi, 2].astype(np.float64) + db.scale_b * stats.LOG2 * (thr_bits - margin_bits)
+    per_seq = lp.tjb_u8.astype(np.float64) + db.scale_b * (3.0 + lp.nullsc_nats.astype(np.float64))
+    need = (per_model[:, None] + per_seq[None, :]).astype(np.float32)
+    return np.nonzero((xj >= need) | (xj < 0))
 
 
 def _reportable(db: ProfileDB, model: np.ndarray, score: np.ndarray, evalue: np.ndarray, th: Thresholds) -> np.ndarray:
