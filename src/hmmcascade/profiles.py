@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyhmmer
 from pyhmmer.easel import Alphabet
-from pyhmmer.plan7 import HMM, Background, Profile
+from pyhmmer.plan7 import Background, Profile
 
 __all__ = ["ProfileDB", "press", "length_params", "KP", "N_TRANS"]
 
@@ -48,7 +48,6 @@ K = 20  #: canonical residues
 N_TRANS = 8  #: transitions per node: BM MM IM DM MD MI II DD
 _DEGENERATE = {21: "ND", 22: "IL", 23: "QE", 24: "K", 25: "C", 26: "ACDEFGHIKLMNPQRSTVWY"}
 _SYMBOLS = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
-_MAGIC_H3P = 0xE8B3F0E6  # v3f_pmagic ("h3p" 3/f); checked only for sanity of the parse
 _PRESS_VERSION = 1
 
 
