@@ -88,6 +88,18 @@ class StageStats:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
+    @classmethod
+    def combine_batches(cls, batches: list[dict]) -> "StageStats":
+        """Whole-search statistics from per-batch ones (same models, disjoint targets)."""
+        total = cls(**batches[0])
+        for d in batches[1:]:
+            other = cls(**d)
+            total.add(other)
+            total.targets += other.targets
+            total.residues += other.residues
+            total.wall_s += other.wall_s
+        return total
+
 
 @dataclass
 class Hits:

@@ -158,18 +158,11 @@ def cmd_merge(args) -> int:
     if args.merged_hits:
         write_hits_tsv(args.merged_hits, rows)
     if args.stats:
-        total = None
-        for path in args.batch_stats:
-            s = json.loads(Path(path).read_text())["stats"]
-            if total is None:
-                total = s
-                continue
-            for k in ("targets", "residues", "past_msv", "past_bias", "past_vit", "past_fwd", "host_s", "wall_s"):
-                total[k] += s[k]
-            for d in ("cells", "pairs", "kernel_s"):
-                for k in total[d]:
-                    total[d][k] += s[d][k]
-        write_json(args.stats, {"Z": Z, "stats": total or {}})
+        from .cascade import StageStats
+
+        batches = [json.loads(Path(path).read_text())["stats"] for path in args.batch_stats]
+        total = StageStats.combine_batches(batches).as_dict() if batches else {}
+        write_json(args.stats, {"Z": Z, "stats": total})
     print(f"merged {len(rows)} hits from {len(args.hits)} batches into {args.tblout}", file=sys.stderr)
     return 0
 
