@@ -50,7 +50,9 @@ __kernel void bias_filter(
 
     float d0 = 1.0f * 0.999f;
     float d1 = eo1[x[0]] * 0.001f;
-    float mx = max(max(d0, 0.0f), d1);
+    /* ESL_MAX(a, b) = a > b ? a : b, in esl_hmm_Forward's order (NaN and sign behaviour as in C) */
+    float mx = (d0 > 0.0f) ? d0 : 0.0f;
+    mx = (d1 > mx) ? d1 : mx;
     d0 /= mx;
     d1 /= mx;
     float logsc = LOG_AS_HMMER(mx);
@@ -58,7 +60,8 @@ __kernel void bias_filter(
         float n0 = (0.0f + d0 * t00) + d1 * t10;
         float n1 = (0.0f + d0 * t01) + d1 * t11;
         n1 *= eo1[x[i]];
-        mx = max(max(n0, 0.0f), n1);
+        mx = (n0 > 0.0f) ? n0 : 0.0f;
+        mx = (n1 > mx) ? n1 : mx;
         d0 = n0 / mx;
         d1 = n1 / mx;
         logsc += LOG_AS_HMMER(mx);

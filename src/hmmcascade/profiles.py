@@ -48,7 +48,7 @@ K = 20  #: canonical residues
 N_TRANS = 8  #: transitions per node: BM MM IM DM MD MI II DD
 _DEGENERATE = {21: "ND", 22: "IL", 23: "QE", 24: "K", 25: "C", 26: "ACDEFGHIKLMNPQRSTVWY"}
 _SYMBOLS = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
-_PRESS_VERSION = 1
+_PRESS_VERSION = 2
 
 
 def _libm_logf():
@@ -84,6 +84,9 @@ class ProfileDB:
     names: np.ndarray  # str
     accessions: np.ndarray  # str ("" when absent)
     descriptions: np.ndarray  # str
+    consensus: np.ndarray  # str: model consensus residues (alignment display), length M
+    rf: np.ndarray  # str: reference annotation line, "" when the model has none
+    cs: np.ndarray  # str: consensus structure line, "" when the model has none
     M: np.ndarray  # int32, model length in nodes
     evparams: np.ndarray  # float32 [n, 6]: MSV mu, lambda; Viterbi mu, lambda; Forward tau, lambda
     cutoffs: np.ndarray  # float32 [n, 6]: GA1 GA2 TC1 TC2 NC1 NC2 (NaN when unset)
@@ -249,7 +252,7 @@ def press(hmms, *, progress=None) -> ProfileDB:
     bg = Background(alphabet)
     bg_f = np.asarray(bg.residue_frequencies, dtype=np.float32)
     cols: dict[str, list] = {k: [] for k in (
-        "names", "accessions", "descriptions", "M", "evparams", "cutoffs", "bias_odds", "msv_params",
+        "names", "accessions", "descriptions", "consensus", "rf", "cs", "M", "evparams", "cutoffs", "bias_odds", "msv_params",
         "xw_e", "xf_e", "nj", "ddbound", "msv", "vit_msc", "vit_tsc", "fwd_msc", "fwd_tsc")}
     scale_b = scale_w = base_w = None
     for i, hmm in enumerate(hmms):
@@ -270,6 +273,9 @@ def press(hmms, *, progress=None) -> ProfileDB:
         cols["names"].append(hmm.name)
         cols["accessions"].append(hmm.accession or "")
         cols["descriptions"].append(hmm.description or "")
+        cols["consensus"].append(hmm.consensus or "")
+        cols["rf"].append(hmm.reference or "")
+        cols["cs"].append(hmm.consensus_structure or "")
         cols["M"].append(M)
         cols["evparams"].append(hmm.evalue_parameters.as_vector())
         c = hmm.cutoffs
@@ -277,8 +283,9 @@ def press(hmms, *, progress=None) -> ProfileDB:
                                 *(c.noise or (np.nan, np.nan))])
         compo = hmm.composition
         if compo is None:
-            hmm.set_composition()
-            compo = hmm.composition
+            # No COMPO line: HMMER's reader zeroes the model (p7_hmm_Zero), so its bias filter
+            # runs with a composition of 0.0 (state 1 never emits); do the same.
+            compo = np.zeros(K, dtype=np.float32)
         cols["bias_odds"].append(_bias_odds(np.asarray(compo), bg_f))
         cols["vit_msc"].append(tables["vit_msc"])
         cols["vit_tsc"].append(tables["vit_tsc"])
@@ -303,6 +310,9 @@ def press(hmms, *, progress=None) -> ProfileDB:
         names=np.asarray(cols["names"], dtype=str),
         accessions=np.asarray(cols["accessions"], dtype=str),
         descriptions=np.asarray(cols["descriptions"], dtype=str),
+        consensus=np.asarray(cols["consensus"], dtype=str),
+        rf=np.asarray(cols["rf"], dtype=str),
+        cs=np.asarray(cols["cs"], dtype=str),
         M=M,
         evparams=np.asarray(cols["evparams"], dtype=np.float32),
         cutoffs=np.asarray(cols["cutoffs"], dtype=np.float32),
