@@ -29,6 +29,7 @@ import numpy as np
 
 from . import stats
 from .device import Device
+from .domains import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter
 from .io import SequenceSet
 from .profiles import ProfileDB, length_params
@@ -71,9 +72,10 @@ class StageStats:
     past_bias: int = 0
     past_vit: int = 0
     past_fwd: int = 0
-    cells: dict = field(default_factory=lambda: {"msv": 0, "bias": 0, "viterbi": 0, "forward": 0})
-    pairs: dict = field(default_factory=lambda: {"msv": 0, "bias": 0, "viterbi": 0, "forward": 0})
-    kernel_s: dict = field(default_factory=lambda: {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0})
+    cells: dict = field(default_factory=lambda: {"msv": 0, "bias": 0, "viterbi": 0, "forward": 0, "domains": 0})
+    pairs: dict = field(default_factory=lambda: {"msv": 0, "bias": 0, "viterbi": 0, "forward": 0, "domains": 0})
+    kernel_s: dict = field(default_factory=lambda: {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0,
+                                                    "domains": 0.0})
     host_s: float = 0.0
     wall_s: float = 0.0
 
@@ -160,8 +162,9 @@ class Cascade:
         self.bias = BiasFilter(dev, self.models, budget)
         self.viterbi = ViterbiFilter(dev, self.models, budget)
         self.forward = ForwardFilter(dev, self.models, budget)
+        self.domains = DomainEngine(dev, self.models, db, budget)
 
-    def run_batch(self, seqs: SequenceSet, th: Thresholds) -> tuple[dict, StageStats]:
+    def run_batch(self, seqs: SequenceSet, th: Thresholds, domains: bool = True) -> tuple[dict, StageStats]:
         """All models against one length-sorted batch; returns survivors' raw scores and counts."""
         st = StageStats()
         t0 = time.perf_counter()
@@ -181,7 +184,7 @@ class Cascade:
             mi, si = _msv_candidates(xj, lo, hi, lp, db, th.F1)
             usc = stats.msv_nats(xj[mi, si], lp.tjb_u8[si], db.msv_params_u8[mi + lo, 2], db.scale_b)
             P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), ev[mi + lo, 0], ev[mi + lo, 1])
-            keep = P <= th.F1
+            keep = ~(P > th.F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
             ps.append(si[keep])
             pm.append(mi[keep] + lo)
             usc_all.append(usc[keep])
@@ -201,7 +204,7 @@ class Cascade:
             st.cells["bias"] += int(L[seq_i].sum())
             filtersc = ((hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32) + lp.log1mp1_f32[seq_i]).astype(np.float32)
             P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
-            keep = P <= th.F1
+            keep = ~(P > th.F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
             seq_i, mod_i, usc, filtersc, P = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep], P[keep]
             host += time.perf_counter() - t1
         else:
@@ -218,7 +221,7 @@ class Cascade:
             vsc = stats.viterbi_nats(xc, lp.xw_move_i16[seq_i[run_vit]], db.base_w, db.scale_w)
             Pv = stats.gumbel_surv(stats.bits(vsc, filtersc[run_vit]), ev[mod_i[run_vit], 2], ev[mod_i[run_vit], 3])
             keep = np.ones(len(seq_i), dtype=bool)
-            keep[np.flatnonzero(run_vit)[Pv > th.F2]] = False
+            keep[np.flatnonzero(run_vit)[Pv > th.F2]] = False  # (NaN passes, as in HMMER)
             seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
@@ -228,10 +231,22 @@ class Cascade:
         st.pairs["forward"] += len(seq_i)
         st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
         Pf = stats.exp_surv(stats.bits(fwd, filtersc), ev[mod_i, 4], ev[mod_i, 5])
-        keep = Pf <= th.F3
+        keep = ~(Pf > th.F3)
         st.past_fwd = int(keep.sum())
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep],
                "nullsc": lp.nullsc_nats[seq_i[keep]]}
+        host += time.perf_counter() - t1
+        if domains:
+            k0 = dict(self.domains.kernel_s)
+            c0 = dict(self.domains.cells)
+            t1 = time.perf_counter()
+            out["domains"] = self.domains.run(batch, out["seq"], out["model"], out["fwd"], out["nullsc"])
+            kern = sum(self.domains.kernel_s[k] - k0[k] for k in k0)
+            st.kernel_s["domains"] += kern
+            st.pairs["domains"] += len(out["seq"])
+            st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
+            host += time.perf_counter() - t1 - kern
+            t1 = time.perf_counter()
         st.host_s = host + time.perf_counter() - t1
         return out, st
 

@@ -1,0 +1,486 @@
+"""Domain definition for cascade survivors: HMMER's p7_domaindef and the end of p7_Pipeline.
+
+For every (model, target) pair that passed the Forward filter, as hmmsearch does:
+
+1. Forward and Backward parsers over the whole target (multihit, the
+   target's length model) and posterior domain decoding: the expected number
+   of domain starts and ends up to each residue (``btot``, ``etot``) and the
+   probability that a residue is in a domain (``mocc``).  [kernel fb_parser]
+2. Regions: a region opens where ``mocc`` rises above rt1 = 0.25 (starting
+   where the begin probability was last below rt2 = 0.10) and closes where
+   the end probability drops below rt2.  A region whose expected number of
+   E-then-B transitions reaches rt3 = 0.20 may hold several domains: it is
+   resolved by clustering 200 stochastic tracebacks of its multihit Forward
+   matrix (:mod:`hmmcascade.ensemble`), which also gives its null2 scores.
+3. Each envelope is rescored alone in unihit mode (Forward, Backward,
+   posterior decoding), its null2 model is the posterior-weighted average of
+   the emission odds (unless the clustering set it), and its alignment is the
+   optimal-accuracy alignment (p7_OptimalAccuracy + p7_OATrace).  [kernel envelope]
+4. Scores: the null2-corrected sequence score, HMMER's domain-sum
+   reconstruction that replaces it when better, domain scores, P-values.
+
+The float arithmetic follows HMMER's (float vs double, order of operations);
+see ``kernels/domains.cl`` for what is exact and what agrees to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import stats
+from .device import Device
+from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up
+from .profiles import KP, ProfileDB
+from .results import Alignment, Domain
+
+__all__ = ["DomainEngine", "PairDomains", "flogsum", "encode_pp"]
+
+F32 = np.float32
+LOG2 = 0.69314718055994529  # eslCONST_LOG2
+LOG_OMEGA = math.log(float(F32(1.0 / 256.0)))  # log(bg->omega), double
+RT1, RT2, RT3 = F32(0.25), F32(0.10), F32(0.20)
+NSAMPLES = 200
+SEED = 42
+
+# trace states (HMMER's p7T_ codes, as kernels/domains.cl writes them)
+ST_M, ST_D, ST_I, ST_S, ST_N, ST_B, ST_E, ST_C, ST_T, ST_J = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+
+AMINO = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
+#: Easel's amino degeneracies (codes 21..26: B J Z O U X) as canonical residue codes
+DEGENERATE = {21: (2, 11), 22: (7, 9), 23: (3, 13), 24: (8,), 25: (1,), 26: tuple(range(20))}
+
+# p7_FLogsum's table: log(1 + exp(-i/1000)), float
+_LOGSUM_TABLE = np.log1p(np.exp(-np.arange(16000, dtype=np.float64) / float(F32(1000.0)))).astype(F32)
+
+
+def flogsum(a: float, b: float) -> float:
+    """HMMER's table-driven log(e^a + e^b) (p7_FLogsum), in float."""
+    a, b = F32(a), F32(b)
+    mx, mn = (a, b) if a >= b else (b, a)
+    if mn == -np.inf or F32(mx - mn) >= F32(15.7):
+        return float(mx)
+    return float(F32(mx + _LOGSUM_TABLE[int(F32(F32(mx - mn) * F32(1000.0)))]))
+
+
+def kahan_fsum(values: np.ndarray) -> float:
+    """esl_vec_FSum: compensated float summation, in order."""
+    s = F32(0.0)
+    c = F32(0.0)
+    for v in np.asarray(values, dtype=F32):
+        y = F32(v - c)
+        t = F32(s + y)
+        c = F32(F32(t - s) - y)
+        s = t
+    return float(s)
+
+
+def encode_pp(p: np.ndarray) -> str:
+    """p7_alidisplay_EncodePostProb for a vector of float posteriors."""
+    p = np.asarray(p, dtype=np.float64) + 0.05
+    out = np.where(p >= 1.0, ord("*"), (p * 10.0).astype(np.int64) + ord("0"))
+    return out.astype(np.uint8).tobytes().decode()
+
+
+def null2_odds(weights: np.ndarray) -> np.ndarray:
+    """The null2 odds vector [KP] from the kernel's 20 canonical values (esl_abc_FAvgScVec + specials)."""
+    n2 = np.ones(KP, dtype=F32)
+    n2[:20] = weights[:20]
+    for x, members in DEGENERATE.items():
+        acc = F32(0.0)
+        for y in members:
+            acc = F32(acc + n2[y])
+        n2[x] = F32(acc / F32(len(members)))
+    return n2
+
+
+def find_regions(btot: np.ndarray, etot: np.ndarray, mocc: np.ndarray) -> list[tuple[int, int, bool]]:
+    """The region loop of p7_domaindef_ByPosteriorHeuristics: (i, j, is_multidomain) per region."""
+    L = len(mocc) - 1
+    if L < 1:
+        return []
+    with np.errstate(invalid="ignore"):
+        bdiff = (btot[1:] - btot[:-1]).astype(F32)
+        ediff = (etot[1:] - etot[:-1]).astype(F32)
+        low_b = np.concatenate([[False], (mocc[1:] - bdiff).astype(F32) < RT2])
+        low_e = np.concatenate([[False], (mocc[1:] - ediff).astype(F32) < RT2])
+        trig = mocc >= RT1
+    regions = []
+    i, triggered = -1, False
+    for j in range(1, L + 1):
+        if not triggered:
+            if low_b[j]:
+                i = j
+            elif i == -1:
+                i = j
+            if trig[j]:
+                triggered = True
+        elif low_e[j]:
+            regions.append((i, j, _is_multidomain(btot, etot, i, j)))
+            i, triggered = -1, False
+    return regions
+
+
+def _is_multidomain(btot: np.ndarray, etot: np.ndarray, i: int, j: int) -> bool:
+    z = np.arange(i, j + 1)
+    e = (etot[z] - etot[i - 1]).astype(F32)
+    b = (btot[j] - btot[z - 1]).astype(F32)
+    return bool(max(F32(-1.0), np.minimum(e, b).max()) >= RT3)
+
+
+@dataclass
+class PairDomains:
+    """Domain definition of one pair, before thresholds: HMMER's ddef + the pipeline's scores."""
+
+    nexpected: float
+    nregions: int
+    nclustered: int
+    noverlaps: int
+    nenvelopes: int
+    domains: list  # of Domain (scores set)
+    seq_score: float  # bits, after null2 and the domain-sum override
+    pre_score: float  # bits
+    sum_score: float  # bits
+
+
+class DomainEngine:
+    """The domain-definition kernels for one DeviceModels, and the host logic around them."""
+
+    def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int):
+        self.dev, self.models, self.db = dev, models, db
+        self.k_parser = dev.kernel("domains", "fb_parser")
+        self.k_env = dev.kernel("domains", "envelope")
+        self.scratch_bytes = int(scratch_bytes)
+        self.kernel_s = {"decode": 0.0, "envelope": 0.0}
+        self.cells = {"decode": 0, "envelope": 0}
+        ev = np.unique(db.fwd_xf_e_f32.reshape(-1, 2), axis=0)
+        if len(ev) != 1:
+            raise ValueError("models configured with different E transitions")
+        self.e_multi = ev[0].astype(F32)
+        self._W = 4 * models.node_words.astype(np.int64)
+
+    # ---- device stages ---------------------------------------------------------------------
+    def decode(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
+        """btot/etot/mocc per pair (list of [L+1, 3] float32) and (fwd nats, bck nats, own, range_error)."""
+        n = len(pair_seq)
+        L = batch.seqs.lengths[pair_seq].astype(np.int64)
+        W = self._W[pair_model]
+        scr_need = 6 * W + 12 * (L + 1)
+        dd_need = 3 * (L + 1)
+        out = [None] * n
+        info = np.zeros((n, 4), dtype=F32)
+        lp = batch.params
+        xfm = np.stack([lp.xf_move_f32, lp.xf_loop_f32,
+                        np.full(len(lp.xf_move_f32), self.e_multi[0], F32),
+                        np.full(len(lp.xf_move_f32), self.e_multi[1], F32)], axis=1).astype(F32)
+        seq_xfm = self.dev.to_device(xfm)
+        m = self.models
+        for lo, hi in _chunks(scr_need + dd_need, self.scratch_bytes // 4):
+            sl = slice(lo, hi)
+            scr_off = np.concatenate([[0], np.cumsum(scr_need[sl])[:-1]]).astype(np.int64)
+            dd_off = np.concatenate([[0], np.cumsum(dd_need[sl])[:-1]]).astype(np.int64)
+            k = hi - lo
+            scr = self.dev.scratch(4 * int(scr_need[sl].sum()))
+            dd = self.dev.scratch(4 * int(dd_need[sl].sum()))
+            inf = self.dev.scratch(16 * k)
+            ev = self.k_parser(
+                self.dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, seq_xfm,
+                self.dev.to_device(pair_seq[sl].astype(np.int32)), self.dev.to_device(pair_model[sl].astype(np.int32)),
+                np.int32(k), m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                scr, self.dev.to_device(scr_off), dd, self.dev.to_device(dd_off), inf,
+            )
+            self.kernel_s["decode"] += _event_seconds([ev])
+            flat = self.dev.from_device(dd, F32, int(dd_need[sl].sum()))
+            info[sl] = self.dev.from_device(inf, F32, 4 * k).reshape(k, 4)
+            for t in range(k):
+                out[lo + t] = flat[dd_off[t]: dd_off[t] + dd_need[lo + t]].reshape(-1, 3)
+        self.cells["decode"] += int((self.db.M[pair_model].astype(np.int64) * L).sum()) * 2
+        return out, info
+
+    def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
+                  length: np.ndarray, xfm: np.ndarray, mode: int):
+        """Run envelope jobs.  mode 1: list of dicts (envsc, oasc, null2 weights, trace); mode 0: Forward matrices."""
+        n = len(seq)
+        results = [None] * n
+        if n == 0:
+            return results
+        W = self._W[model]
+        Ld = length.astype(np.int64)
+        M = self.db.M[model].astype(np.int64)
+        scr_need = 2 * (Ld + 1) * 3 * W + 4 * (Ld + 1) * 6
+        cap = Ld + M + 8
+        m = self.models
+        for lo, hi in _chunks(scr_need + 5 * cap, self.scratch_bytes // 4):
+            sl = slice(lo, hi)
+            k = hi - lo
+            scr_off = np.concatenate([[0], np.cumsum(scr_need[sl])[:-1]]).astype(np.int64)
+            tr_off = np.concatenate([[0], np.cumsum(cap[sl])[:-1]]).astype(np.int64)
+            n2_off = (np.arange(k, dtype=np.int64) * 20)
+            scr = self.dev.scratch(4 * int(scr_need[sl].sum()))
+            n2 = self.dev.scratch(4 * 20 * k)
+            trb = self.dev.scratch(16 * int(cap[sl].sum()))
+            tpp = self.dev.scratch(4 * int(cap[sl].sum()))
+            inf = self.dev.scratch(16 * k)
+            ev = self.k_env(
+                self.dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
+                batch.dsq_packed, batch.seq_off,
+                self.dev.to_device(seq[sl].astype(np.int32)), self.dev.to_device(model[sl].astype(np.int32)),
+                self.dev.to_device(start[sl].astype(np.int32)), self.dev.to_device(length[sl].astype(np.int32)),
+                self.dev.to_device(np.ascontiguousarray(xfm[sl], dtype=F32)),
+                np.int32(k), np.int32(mode),
+                m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                scr, self.dev.to_device(scr_off), n2, self.dev.to_device(n2_off),
+                trb, tpp, self.dev.to_device(tr_off), inf,
+            )
+            self.kernel_s["envelope"] += _event_seconds([ev])
+            info = self.dev.from_device(inf, F32, 4 * k).reshape(k, 4)
+            if mode == 0:
+                flat = self.dev.from_device(scr, F32, int(scr_need[sl].sum()))
+                for t in range(k):
+                    Wt, Lt = int(W[lo + t]), int(Ld[lo + t])
+                    base = int(scr_off[t])
+                    F = flat[base: base + (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
+                    bx = base + 2 * (Lt + 1) * 3 * Wt
+                    fx = flat[bx: bx + (Lt + 1) * 6].reshape(Lt + 1, 6)
+                    results[lo + t] = (F, fx.copy(), float(info[t, 0]))
+                continue
+            n2w = self.dev.from_device(n2, F32, 20 * k).reshape(k, 20)
+            tr = self.dev.from_device(trb, np.int32, 4 * int(cap[sl].sum())).reshape(-1, 4)
+            pp = self.dev.from_device(tpp, F32, int(cap[sl].sum()))
+            for t in range(k):
+                c = int(cap[lo + t])
+                ntr = int(info[t, 2])
+                if info[t, 3] != 0.0 or ntr < 0:
+                    results[lo + t] = None  # decoding overflow (HMMER: eslERANGE, domain skipped)
+                    continue
+                end = int(tr_off[t]) + c
+                results[lo + t] = {
+                    "envsc": float(info[t, 0]),
+                    "oasc": float(info[t, 1]),
+                    "null2": n2w[t].copy(),
+                    "st": tr[end - ntr: end, 0].copy(),
+                    "k": tr[end - ntr: end, 1].copy(),
+                    "i": tr[end - ntr: end, 2].copy(),
+                    "pp": pp[end - ntr: end].copy(),
+                }
+        self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
+        return results
+
+    # ---- the whole stage ------------------------------------------------------------------
+    def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
+            null_nats: np.ndarray) -> list[PairDomains | None]:
+        """Domain definition and scoring of every pair (indices into the batch); None = no domain."""
+        n = len(pair_seq)
+        if n == 0:
+            return []
+        seqs = batch.seqs
+        dd, info = self.decode(batch, pair_seq, pair_model)
+        regions = [find_regions(d[:, 0], d[:, 1], d[:, 2]) for d in dd]
+
+        # multi-domain regions: multihit Forward matrices of the region, sampled on the host
+        multi = [(p, r) for p in range(n) for r, (i, j, is_multi) in enumerate(regions[p]) if is_multi]
+        lp = batch.params
+        ensemble_out = {}
+        if multi:
+            from .ensemble import EaselRandom, ModelTables, RegionForward, region_trace_ensemble
+
+            ms = np.array([pair_seq[p] for p, _ in multi])
+            mm = np.array([pair_model[p] for p, _ in multi])
+            mi = np.array([regions[p][r][0] for p, r in multi])
+            mj = np.array([regions[p][r][1] for p, r in multi])
+            xfm = np.stack([lp.xf_move_f32[ms], lp.xf_loop_f32[ms], np.full(len(ms), self.e_multi[0], F32),
+                            np.full(len(ms), self.e_multi[1], F32)], axis=1)
+            fw = self.envelopes(batch, ms, mm, mi, mj - mi + 1, xfm, mode=0)
+            rng = EaselRandom(SEED)
+            for t, (p, r) in enumerate(multi):
+                F, fx, _ = fw[t]
+                mdl = int(pair_model[p])
+                Mm = int(self.db.M[mdl])
+                rf = RegionForward(mmx=_unstripe_rows(F[:, 0], Mm), imx=_unstripe_rows(F[:, 1], Mm),
+                                   dmx=_unstripe_rows(F[:, 2], Mm), xmx=fx)
+                s = int(pair_seq[p])
+                xf = np.array([self.e_multi, [lp.xf_move_f32[s], lp.xf_loop_f32[s]],
+                               [lp.xf_move_f32[s], lp.xf_loop_f32[s]], [lp.xf_move_f32[s], lp.xf_loop_f32[s]]], dtype=F32)
+                tables = ModelTables(tsc=self.db.transitions(self.db.fwd_tsc_f32, mdl).astype(F32),
+                                     msc=self.db.emission(self.db.fwd_msc_f32, mdl).astype(F32), xf=xf)
+                dsq1 = np.concatenate([[255], seqs.residues[seqs.offsets[s]: seqs.offsets[s] + seqs.lengths[s]]]).astype(np.uint8)
+                ensemble_out[(p, r)] = region_trace_ensemble(rf, tables, dsq1, int(mi[t]), int(mj[t]), rng, NSAMPLES)
+
+        # envelopes, in HMMER's order: regions left to right; clusters in order within a region
+        jobs = []  # (pair, region index, i, j, null2_done)
+        for p in range(n):
+            for r, (i, j, is_multi) in enumerate(regions[p]):
+                if is_multi:
+                    for (i2, j2) in ensemble_out[(p, r)][1]:
+                        jobs.append((p, r, i2, j2, True))
+                else:
+                    jobs.append((p, r, i, j, False))
+        if jobs:
+            jp = np.array([x[0] for x in jobs])
+            js = pair_seq[jp]
+            jm = pair_model[jp]
+            ji = np.array([x[2] for x in jobs])
+            jj = np.array([x[3] for x in jobs])
+            L = seqs.lengths[js].astype(np.int64)
+            pmove = (F32(2.0) / (L.astype(F32) + F32(2.0))).astype(F32)
+            xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)], axis=1)
+            env = self.envelopes(batch, js, jm, ji, jj - ji + 1, xfm, mode=1)
+        else:
+            env = []
+
+        out: list[PairDomains | None] = [None] * n
+        per_pair: dict[int, list] = {}
+        for t, job in enumerate(jobs):
+            per_pair.setdefault(job[0], []).append((job, env[t]))
+        for p in range(n):
+            if not regions[p]:
+                continue
+            s, mdl = int(pair_seq[p]), int(pair_model[p])
+            Lseq = int(seqs.lengths[s])
+            dsq = seqs.residues[seqs.offsets[s]: seqs.offsets[s] + Lseq]
+            n2sc = np.zeros(Lseq + 1, dtype=F32)
+            for r, (i, j, is_multi) in enumerate(regions[p]):
+                if is_multi:
+                    n2sc[i: j + 1] = ensemble_out[(p, r)][0]
+            doms, last_j2, noverlaps = [], {}, 0
+            nenv = 0
+            for (job, res) in per_pair.get(p, []):
+                _, r, i, j, done = job
+                nenv += 1
+                if done:
+                    if i <= last_j2.get(r, 0):
+                        noverlaps += 1
+                if res is None:
+                    continue
+                if not done:
+                    odds = null2_odds(res["null2"])
+                    with np.errstate(divide="ignore"):
+                        n2sc[i: j + 1] = np.log(odds[dsq[i - 1: j]].astype(F32)).astype(F32)
+                corr = F32(0.0)
+                for v in n2sc[i: j + 1]:
+                    corr = F32(corr + v)
+                ali = self._alignment(res, i, mdl, dsq, Lseq)
+                if ali is None:
+                    continue
+                if done:
+                    last_j2[r] = j
+                doms.append(Domain(env_from=i, env_to=j, score=0.0, bias=0.0, lnP=0.0, c_evalue=0.0, i_evalue=0.0,
+                                   acc=float(res["oasc"]) / (1.0 + abs(j - i)), alignment=ali,
+                                   env_nats=res["envsc"], correction_nats=float(corr)))
+                doms[-1]._oasc = res["oasc"]
+            nclustered = sum(1 for x in regions[p] if x[2])
+            if not doms:
+                continue
+            out[p] = self._score(doms, n2sc, Lseq, float(fwd_nats[p]), float(null_nats[p]), mdl,
+                                 nexpected=float(dd[p][Lseq, 0]), nregions=len(regions[p]),
+                                 nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenv)
+        return out
+
+    # ---- host pieces ------------------------------------------------------------------------
+    def _alignment(self, res: dict, i0: int, mdl: int, dsq: np.ndarray, L: int) -> Alignment | None:
+        """p7_alidisplay_Create for the OA trace of an envelope starting at residue i0."""
+        st, kk, ii, pp = res["st"], res["k"], res["i"], res["pp"]
+        b = np.flatnonzero(st == ST_B)
+        if not len(b):
+            return None
+        ms = np.flatnonzero(st == ST_M)
+        ms1 = ms[ms > b[0]]
+        if not len(ms1):
+            return None
+        z1 = int(ms1[0])
+        e = np.flatnonzero((st == ST_E) & (np.arange(len(st)) > z1))
+        zend = int(e[0]) if len(e) else len(st) - 1
+        ms2 = ms[ms <= zend]
+        z2 = int(ms2[-1])
+        seg = slice(z1, z2 + 1)
+        s, k, i, p = st[seg], kk[seg], ii[seg].astype(np.int64) + (i0 - 1), pp[seg]
+        cons = self.db.consensus[mdl]
+        M = int(self.db.M[mdl])
+        odds = self.db.emission(self.db.fwd_msc_f32, mdl)
+        model_chars, mline, aseq = [], [], []
+        for z in range(len(s)):
+            if s[z] == ST_M:
+                x = int(dsq[i[z] - 1])
+                c = cons[k[z] - 1]
+                model_chars.append(c)
+                sym = AMINO[x]
+                if c.upper() == sym:
+                    mline.append(c)
+                elif odds[x, k[z] - 1] > 1.0:
+                    mline.append("+")
+                else:
+                    mline.append(" ")
+                aseq.append(sym.upper())
+            elif s[z] == ST_I:
+                x = int(dsq[i[z] - 1])
+                model_chars.append(".")
+                mline.append(" ")
+                aseq.append(AMINO[x].lower())
+            else:
+                model_chars.append(cons[k[z] - 1])
+                mline.append(" ")
+                aseq.append("-")
+        ppl = np.frombuffer(encode_pp(p).encode(), dtype=np.uint8).copy()
+        ppl[s == ST_D] = ord(".")
+        rf = self.db.rf[mdl] if len(self.db.rf[mdl]) else None
+        cs = self.db.cs[mdl] if len(self.db.cs[mdl]) else None
+        rf_line = "".join("." if s[z] == ST_I else rf[k[z] - 1] for z in range(len(s))) if rf else None
+        cs_line = "".join("." if s[z] == ST_I else cs[k[z] - 1] for z in range(len(s))) if cs else None
+        return Alignment(hmm_from=int(k[0]), hmm_to=int(k[-1]), ali_from=int(i[0]), ali_to=int(i[-1]),
+                         model_line="".join(model_chars), match_line="".join(mline), target_line="".join(aseq),
+                         pp_line=ppl.tobytes().decode(), M=M, L=L, rf_line=rf_line, cs_line=cs_line)
+
+    def _score(self, doms, n2sc, L, fwdsc, nullsc, mdl, **counts) -> PairDomains:
+        """The end of p7_Pipeline: null2-corrected sequence score, the domain-sum override, domain scores."""
+        f32 = F32
+        fwdsc, nullsc = f32(fwdsc), f32(nullsc)
+        seqbias = f32(kahan_fsum(n2sc))
+        seqbias = f32(flogsum(0.0, LOG_OMEGA + float(seqbias)))
+        pre_score = f32((float(fwdsc) - float(nullsc)) / LOG2)
+        seq_score = f32((float(fwdsc) - float(f32(nullsc + seqbias))) / LOG2)
+        sum_score, sbias, Ld = f32(0.0), f32(0.0), 0
+        for d in doms:
+            if f32(f32(d.env_nats) - f32(d.correction_nats)) > 0.0:
+                sum_score = f32(sum_score + f32(d.env_nats))
+                Ld += d.env_to - d.env_from + 1
+                sbias = f32(sbias + f32(d.correction_nats))
+        sbias = f32(flogsum(0.0, LOG_OMEGA + float(sbias)))
+        lratio = math.log(float(f32(f32(L) / f32(L + 3))))
+        sum_score = f32(float(sum_score) + (L - Ld) * lratio)
+        pre2_score = f32((float(sum_score) - float(nullsc)) / LOG2)
+        sum_score = f32((float(sum_score) - float(f32(nullsc + sbias))) / LOG2)
+        if Ld > 0 and sum_score > seq_score:
+            seq_score, pre_score = sum_score, pre2_score
+        tau, lam = (float(v) for v in self.db.evparams[mdl, 4:6])
+        for d in doms:
+            Ldom = d.env_to - d.env_from + 1
+            bits = f32(float(f32(d.env_nats)) + (L - Ldom) * lratio)
+            dombias = f32(flogsum(0.0, LOG_OMEGA + float(f32(d.correction_nats))))
+            d.bias = float(dombias) * 1.44269504088896341  # printed as bits: dombias * eslCONST_LOG2R
+            d.score = float(f32((float(bits) - float(f32(nullsc + dombias))) / LOG2))
+            d.lnP = float(stats.exp_logsurv(np.float32(d.score), tau, lam))
+        return PairDomains(domains=doms, seq_score=float(seq_score), pre_score=float(pre_score),
+                           sum_score=float(sum_score), **counts)
+
+
+def _unstripe_rows(block: np.ndarray, M: int) -> np.ndarray:
+    """[L+1, W] rows (node k at column k-1) -> [L+1, M+1] with a zero column 0."""
+    out = np.zeros((block.shape[0], M + 1), dtype=F32)
+    out[:, 1:] = block[:, :M]
+    return out
+
+
+def _chunks(need: np.ndarray, budget_floats: int):
+    """Consecutive job ranges whose summed need fits the budget (at least one job each)."""
+    n = len(need)
+    start = 0
+    while start < n:
+        total, end = 0, start
+        while end < n and (end == start or total + int(need[end]) <= budget_floats):
+            total += int(need[end])
+            end += 1
+        yield start, end
+        start = end
