@@ -287,7 +287,7 @@ __kernel void fb_parser(
 inline int striped_rank(const int k, const int Q) { return ((k - 1) % Q) * 4 + (k - 1) / Q; }
 
 /* Envelope job: see the file comment.
- * scratch per job: F and B matrices ((Ld+1) * 3W each), then fx, bx, px, ox specials ((Ld+1) * 6 each).
+ * scratch per job: F matrix, fx, B matrix, bx, px, ox ((Ld+1) * 3W floats per matrix, (Ld+1) * 6 per specials).
  * out per job: n2 weights: [0..M-1] M weights, [M..2M-1] I weights, [2M] N+C+J factor ... see host.
  * tr per job: up to Ld + M + 8 entries of (state, k, i, pp) written from the end (T) backwards. */
 __kernel void envelope(
@@ -315,9 +315,9 @@ __kernel void envelope(
     const float4 xfm = job_xfm[j];
     const long msize = (long) (Ld + 1) * 3 * W;
     __global float *F = scr + scr_off[j];
-    __global float *B = F + msize;
-    __global float *fx = B + msize;
-    __global float *bx = fx + (Ld + 1) * NX;
+    __global float *fx = F + msize;                 /* mode 0 needs only F and fx: a prefix */
+    __global float *B = fx + (Ld + 1) * NX;
+    __global float *bx = B + msize;
     __global float *px = bx + (Ld + 1) * NX;
     __global float *ox = px + (Ld + 1) * NX;
 

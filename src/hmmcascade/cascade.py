@@ -22,8 +22,9 @@ allows), and only survivors go on to the pair kernels.
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from .domains import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter
 from .io import SequenceSet
 from .profiles import ProfileDB, length_params
+from .results import Hit
 
 __all__ = ["Thresholds", "StageStats", "Hits", "SearchResult", "search"]
 
@@ -50,14 +52,49 @@ class Thresholds:
     max_mode: bool = False  #: ``--max``: all filters pass everything, no bias filter
     E: float = 10.0  #: report targets with E-value <= E ...
     T: float | None = None  #: ... or, if set, with score >= T bits
-    cut: str | None = None  #: "ga", "tc" or "nc": model cutoffs (sequence-level) instead of E/T
+    cut: str | None = None  #: "ga", "tc" or "nc": model cutoffs (sequence and domain level) instead of E/T
     Z: float | None = None  #: search space size; default: number of targets
+    domE: float = 10.0  #: report domains with conditional E-value <= domE ...
+    domT: float | None = None  #: ... or, if set, with score >= domT bits
+    incE: float = 0.01  #: include (mark significant) targets with E-value <= incE ...
+    incT: float | None = None  #: ... or, if set, score >= incT
+    incdomE: float = 0.01  #: include domains with conditional E-value <= incdomE ...
+    incdomT: float | None = None  #: ... or, if set, score >= incdomT
+    domZ: float | None = None  #: domain search space; default: number of reported targets (per model)
 
     def effective(self) -> "Thresholds":
         if not self.max_mode:
             return self
-        return Thresholds(F1=1.0, F2=1.0, F3=1.0, bias_filter=False, max_mode=True,
-                          E=self.E, T=self.T, cut=self.cut, Z=self.Z)
+        return replace(self, F1=1.0, F2=1.0, F3=1.0, bias_filter=False)
+
+    def target_reportable(self, score: float, lnP: float, Z: float, cutoffs=None) -> bool:
+        """p7_pli_TargetReportable (``cutoffs``: the model's (sequence, domain) cutoff pair)."""
+        if self.cut:
+            return score >= cutoffs[0]
+        if self.T is not None:
+            return score >= self.T
+        return math.exp(lnP) * Z <= self.E
+
+    def target_includable(self, score: float, lnP: float, Z: float, cutoffs=None) -> bool:
+        if self.cut:
+            return score >= cutoffs[0]
+        if self.incT is not None:
+            return score >= self.incT
+        return math.exp(lnP) * Z <= self.incE
+
+    def domain_reportable(self, score: float, lnP: float, domZ: float, cutoffs=None) -> bool:
+        if self.cut:
+            return score >= cutoffs[1]
+        if self.domT is not None:
+            return score >= self.domT
+        return math.exp(lnP) * domZ <= self.domE
+
+    def domain_includable(self, score: float, lnP: float, domZ: float, cutoffs=None) -> bool:
+        if self.cut:
+            return score >= cutoffs[1]
+        if self.incdomT is not None:
+            return score >= self.incdomT
+        return math.exp(lnP) * domZ <= self.incdomE
 
 
 @dataclass
@@ -121,11 +158,12 @@ class Hits:
 
 @dataclass
 class SearchResult:
-    hits: Hits
+    hits: Hits  #: reported hits as arrays (score_bits: final, null2-corrected score)
     stats: StageStats
     Z: float
     thresholds: Thresholds
     device: str
+    records: list = field(default_factory=list)  #: every hit record (reported or not), with domains
 
 
 def _empty_hits() -> Hits:
@@ -316,24 +354,106 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     batch_cells = batch_cells or min(256 << 20, max(dev.global_mem_bytes // 64, 1 << 20))
     order = np.argsort(seqs.lengths, kind="stable")
     order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
-    parts = []
+    records: list[Hit] = []
     done = 0
     for lo, hi in _batches(seqs.lengths[order], batch_cells, batch_seqs):
         index = order[lo:hi]
         out, st = cascade.run_batch(seqs.subset(index), th)
         total.add(st)
-        if len(out["seq"]):
-            model = out["model"].astype(np.int64)
-            score = stats.bits(out["fwd"], out["nullsc"])
-            ev = db.evparams[model].astype(np.float64)
-            lnP = stats.exp_logsurv(score, ev[:, 4], ev[:, 5])
-            evalue = np.exp(lnP) * Z
-            keep = _reportable(db, model, score, evalue, th)
-            parts.append(Hits(model=model[keep], target=index[out["seq"][keep]].astype(np.int64),
-                              score_bits=score[keep], lnP=lnP[keep], evalue=evalue[keep],
-                              fwd_nats=out["fwd"][keep], filter_nats=out["filtersc"][keep]))
+        records.extend(make_hits(db, seqs, index, out, th, Z))
         done += int(seqs.lengths[index].sum())
         if progress is not None:
             progress(done, seqs.total_residues)
+    threshold_hits(records, th, Z, db)
+    records = sort_hits(records, th)
     total.wall_s = time.perf_counter() - t_start
-    return SearchResult(hits=_concat_hits(parts), stats=total, Z=Z, thresholds=th, device=dev.name)
+    rep = [h for h in records if h.reported]
+    arrays = Hits(model=np.array([h.model for h in rep], dtype=np.int64),
+                  target=np.array([h.target for h in rep], dtype=np.int64),
+                  score_bits=np.array([h.score for h in rep], dtype=np.float32),
+                  lnP=np.array([h.lnP for h in rep], dtype=np.float64),
+                  evalue=np.array([h.evalue for h in rep], dtype=np.float64),
+                  fwd_nats=np.zeros(len(rep), dtype=np.float32), filter_nats=np.zeros(len(rep), dtype=np.float32))
+    return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
+
+
+def _cutoffs(db: ProfileDB, th: Thresholds, m: int):
+    if not th.cut:
+        return None
+    col = CUTOFF_COLUMNS[th.cut]
+    return float(db.cutoffs[m, col]), float(db.cutoffs[m, col + 1])
+
+
+def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th: Thresholds, Z: float) -> list[Hit]:
+    """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
+
+    ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
+    reporting and inclusion flags are set here, as p7_Pipeline sets them.
+    """
+    hits = []
+    for p, pd in enumerate(out.get("domains", [])):
+        if pd is None:
+            continue
+        m = int(out["model"][p])
+        t = int(index[out["seq"][p]])
+        tau, lam = (float(v) for v in db.evparams[m, 4:6])
+        lnP = float(stats.exp_logsurv(np.float32(pd.seq_score), tau, lam))
+        cut = _cutoffs(db, th, m)
+        if not th.target_reportable(pd.seq_score, lnP, Z, cut):
+            continue
+        best = 0
+        for d, dom in enumerate(pd.domains):
+            if dom.score > pd.domains[best].score:
+                best = d
+        h = Hit(model=m, target=t, model_name=str(db.names[m]), model_acc=str(db.accessions[m]),
+                model_length=int(db.M[m]), target_name=str(seqs.names[t]),
+                target_acc=str(seqs.accessions[t]) if hasattr(seqs, "accessions") else "",
+                target_desc=str(seqs.descriptions[t]), target_length=int(seqs.lengths[t]),
+                score=pd.seq_score, pre_score=pd.pre_score,
+                bias=float(np.float32(pd.pre_score) - np.float32(pd.seq_score)), lnP=lnP,
+                evalue=math.exp(lnP) * Z, nexpected=pd.nexpected, nregions=pd.nregions,
+                nclustered=pd.nclustered, noverlaps=pd.noverlaps, nenvelopes=pd.nenvelopes,
+                best_domain=best, domains=pd.domains)
+        if th.cut:
+            h.reported = True
+            h.included = th.target_includable(h.score, lnP, Z, cut)
+            for dom in h.domains:
+                dom.reported = th.domain_reportable(dom.score, dom.lnP, 0.0, cut)
+                dom.included = dom.reported and th.domain_includable(dom.score, dom.lnP, 0.0, cut)
+        hits.append(h)
+    return hits
+
+
+def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None) -> None:
+    """p7_tophits_Threshold, per query model: flags, domZ, E-values; then the #h74 workaround."""
+    by_model: dict[int, list[Hit]] = {}
+    for h in hits:
+        by_model.setdefault(h.model, []).append(h)
+    for m, group in by_model.items():
+        if not th.cut:
+            for h in group:
+                h.reported = th.target_reportable(h.score, h.lnP, Z)
+                h.included = h.reported and th.target_includable(h.score, h.lnP, Z)
+        domZ = th.domZ if th.domZ is not None else float(sum(h.reported for h in group))
+        for h in group:
+            h.evalue = math.exp(h.lnP) * Z
+            for dom in h.domains:
+                dom.c_evalue = math.exp(dom.lnP) * domZ
+                dom.i_evalue = math.exp(dom.lnP) * Z
+                if not th.cut:
+                    dom.reported = h.reported and th.domain_reportable(dom.score, dom.lnP, domZ)
+                    dom.included = h.included and th.domain_includable(dom.score, dom.lnP, domZ)
+            if h.noverlaps:  # workaround_bug_h74: hide duplicate alignments from one cluster
+                for a in range(len(h.domains)):
+                    for b in range(a + 1, len(h.domains)):
+                        d1, d2 = h.domains[a], h.domains[b]
+                        if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
+                            drop = d2 if d1.score >= d2.score else d1
+                            drop.reported = drop.included = False
+
+
+def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
+    """Models in database order; within a model, HMMER's sort (by -lnP, or by score with bit inclusion)."""
+    by_e = th.cut is None and th.incT is None
+    return sorted(hits, key=lambda h: (h.model, h.lnP if by_e else -h.score, h.target_name,
+                                       h.domains[0].ali_from if h.domains else 0))

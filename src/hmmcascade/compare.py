@@ -1,19 +1,18 @@
-"""Accuracy check: our hit list against ``pyhmmer.hmmsearch`` on the same inputs and thresholds.
+"""Accuracy check: our hits and domains against ``pyhmmer.hmmsearch`` on the same inputs and thresholds.
 
-The comparison is at the sequence level: which (model, target) pairs each side
-reports, and, for pairs both report, the score difference.  Our score is
-HMMER's ``pre_score`` (before null2) until domain definition exists, so we
-compare it with pyhmmer's ``Hit.pre_score``; pyhmmer replaces that by the
-domain-sum reconstruction when it is higher (``p7_pipeline.c``: ``sum_score >
-seq_score``), and those pairs are listed separately.  Extra pairs on our side
-are expected for the same reason (null2 lowers HMMER's reported score) and are
-reported with the score pyhmmer would have needed.
+Sequence level: the (model, target) pairs each side reports and includes, and
+the full-sequence score difference for pairs both report.  Domain level, for
+pairs both report: each of pyhmmer's reported domains is matched to one of
+ours on the same pair whose envelope overlaps it by at least 90% (of the
+union of the two envelopes); for matches we record whether envelope and
+alignment coordinates are identical and the domain score difference.  Every
+difference is listed in the result, so it can be explained.
 """
 
 from __future__ import annotations
 
 from .cascade import Thresholds
-from .output import HitRows
+from .results import Hit
 
 __all__ = ["run_pyhmmer", "compare_hits", "summary_text"]
 
@@ -28,34 +27,86 @@ def run_pyhmmer(hmms, seqs_path, th: Thresholds, Z: float, cpus: int = 0) -> dic
     with SequenceFile(str(seqs_path), digital=True, alphabet=Alphabet.amino()) as sf:
         targets = sf.read_block()
     options = {"Z": Z, "F1": th.F1, "F2": th.F2, "F3": th.F3, "bias_filter": th.bias_filter}
+    if th.domZ is not None:
+        options["domZ"] = th.domZ
     if th.cut:
         options["bit_cutoffs"] = _CUT_NAMES[th.cut]
-    elif th.T is not None:
-        options["T"] = th.T
     else:
-        options["E"] = th.E
+        options.update(E=th.E, domE=th.domE, incE=th.incE, incdomE=th.incdomE)
+        for name in ("T", "domT", "incT", "incdomT"):
+            if getattr(th, name) is not None:
+                options[name] = getattr(th, name)
     ref = {}
     for top in pyhmmer.hmmsearch(hmms, targets, cpus=cpus, **options):
         for hit in top.reported:
-            ref[(top.query.name, hit.name)] = hit
+            name = hit.name if isinstance(hit.name, str) else hit.name.decode()
+            ref[(top.query.name, name)] = hit
     return ref
 
 
-def compare_hits(ours: HitRows, ref: dict, *, tolerance_bits: float = 0.01, show: int = 20) -> dict:
-    """Recall/precision of our pairs against pyhmmer's, and the largest score differences."""
-    mine = {(q, t): float(s) for q, t, s in zip(ours.query_name, ours.target_name, ours.score_bits)}
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
+    inter = min(a[1], b[1]) - max(a[0], b[0]) + 1
+    union = max(a[1], b[1]) - min(a[0], b[0]) + 1
+    return max(inter, 0) / union
+
+
+def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
+                 dom_tolerance_bits: float = 0.5, show: int = 50) -> dict:
+    """Sequence- and domain-level agreement of our reported hits with pyhmmer's."""
+    mine = {(h.model_name, h.target_name): h for h in ours if h.reported}
     both = sorted(set(mine) & set(ref))
     missing = sorted(set(ref) - set(mine))
     extra = sorted(set(mine) - set(ref))
-    plain, reconstructed = [], []
+    inc_ours = {k for k, h in mine.items() if h.included}
+    inc_ref = {k for k, h in ref.items() if h.included}
+    seq_rows = []
     for key in both:
-        hit = ref[key]
-        row = {"query": key[0], "target": key[1], "ours_bits": mine[key], "pyhmmer_pre_score": hit.pre_score,
-               "pyhmmer_score": hit.score, "diff_bits": mine[key] - hit.pre_score}
-        overridden = hit.score == hit.sum_score and abs(row["diff_bits"]) > tolerance_bits
-        (reconstructed if overridden else plain).append(row)
-    plain.sort(key=lambda r: -abs(r["diff_bits"]))
-    within = sum(abs(r["diff_bits"]) <= tolerance_bits for r in plain)
+        diff = mine[key].score - ref[key].score
+        seq_rows.append({"query": key[0], "target": key[1], "ours": mine[key].score, "pyhmmer": ref[key].score,
+                         "diff_bits": diff})
+    seq_rows.sort(key=lambda r: -abs(r["diff_bits"]))
+
+    n_ref_dom = n_ref_inc_dom = 0
+    matched = matched_inc = exact_env = exact_ali = within = 0
+    unmatched, extra_dom, dom_diffs = [], [], []
+    for key in both:
+        ours_d = [d for d in mine[key].domains if d.reported]
+        used = set()
+        for rd in ref[key].domains.reported:
+            n_ref_dom += 1
+            n_ref_inc_dom += bool(rd.included)
+            renv = (rd.env_from, rd.env_to)
+            best, best_ov = None, 0.0
+            for j, od in enumerate(ours_d):
+                if j in used:
+                    continue
+                ov = _overlap(renv, (od.env_from, od.env_to))
+                if ov > best_ov:
+                    best, best_ov = j, ov
+            row = {"query": key[0], "target": key[1], "pyhmmer_env": list(renv), "pyhmmer_score": rd.score,
+                   "pyhmmer_included": bool(rd.included)}
+            if best is None or best_ov < 0.9:
+                unmatched.append(row)
+                continue
+            used.add(best)
+            od = ours_d[best]
+            matched += 1
+            matched_inc += bool(rd.included)
+            ali = rd.alignment
+            exact_env += (od.env_from, od.env_to) == renv
+            exact_ali += (od.ali_from, od.ali_to, od.hmm_from, od.hmm_to) == (
+                ali.target_from, ali.target_to, ali.hmm_from, ali.hmm_to)
+            diff = od.score - rd.score
+            within += abs(diff) <= dom_tolerance_bits
+            row.update(ours_env=[od.env_from, od.env_to], ours_score=od.score, diff_bits=diff,
+                       overlap=round(best_ov, 4))
+            if abs(diff) > 0.05 or (od.env_from, od.env_to) != renv:
+                dom_diffs.append(row)
+        for j, od in enumerate(ours_d):
+            if j not in used:
+                extra_dom.append({"query": key[0], "target": key[1], "ours_env": [od.env_from, od.env_to],
+                                  "ours_score": od.score})
+    dom_diffs.sort(key=lambda r: -abs(r["diff_bits"]))
     n_ref, n_ours = len(ref), len(mine)
     return {
         "pyhmmer_hits": n_ref,
@@ -63,37 +114,61 @@ def compare_hits(ours: HitRows, ref: dict, *, tolerance_bits: float = 0.01, show
         "matched": len(both),
         "recall": len(both) / n_ref if n_ref else 1.0,
         "precision": len(both) / n_ours if n_ours else 1.0,
+        "included_pyhmmer": len(inc_ref),
+        "included_hmmcascade": len(inc_ours),
+        "included_identical": inc_ours == inc_ref,
+        "included_missing": sorted(map(list, inc_ref - inc_ours))[:show],
+        "included_extra": sorted(map(list, inc_ours - inc_ref))[:show],
         "missing": [{"query": q, "target": t, "pyhmmer_score": ref[(q, t)].score} for q, t in missing],
-        "extra": [{"query": q, "target": t, "ours_bits": mine[(q, t)]} for q, t in extra[:show]],
+        "extra": [{"query": q, "target": t, "ours_bits": mine[(q, t)].score} for q, t in extra[:show]],
         "extra_count": len(extra),
-        "score_tolerance_bits": tolerance_bits,
-        "scores_within_tolerance": within,
-        "scores_compared": len(plain),
-        "max_abs_diff_bits": max((abs(r["diff_bits"]) for r in plain), default=0.0),
-        "largest_differences": plain[:show],
-        "domain_sum_overrides": reconstructed,
-        "notes": [
-            "hmmcascade scores are HMMER's pre_score (Forward before null2); extra hits are pairs whose "
-            "null2-corrected score falls below the threshold in HMMER.",
-            "domain_sum_overrides: HMMER replaced pre_score by its domain-sum reconstruction "
-            "(sum_score > seq_score in p7_pipeline.c), which needs domain definition.",
-        ],
+        "seq_tolerance_bits": seq_tolerance_bits,
+        "seq_scores_within_tolerance": sum(abs(r["diff_bits"]) <= seq_tolerance_bits for r in seq_rows),
+        "seq_scores_compared": len(seq_rows),
+        "max_abs_seq_diff_bits": max((abs(r["diff_bits"]) for r in seq_rows), default=0.0),
+        "largest_seq_differences": seq_rows[:show],
+        "domains_pyhmmer": n_ref_dom,
+        "domains_matched": matched,
+        "domains_matched_fraction": matched / n_ref_dom if n_ref_dom else 1.0,
+        "included_domains_pyhmmer": n_ref_inc_dom,
+        "included_domains_matched": matched_inc,
+        "included_domains_matched_fraction": matched_inc / n_ref_inc_dom if n_ref_inc_dom else 1.0,
+        "domains_identical_envelope": exact_env,
+        "domains_identical_alignment_coords": exact_ali,
+        "dom_tolerance_bits": dom_tolerance_bits,
+        "domain_scores_within_tolerance": within,
+        "domains_unmatched": unmatched[:show],
+        "domains_unmatched_count": len(unmatched),
+        "domains_extra": extra_dom[:show],
+        "domains_extra_count": len(extra_dom),
+        "domain_differences": dom_diffs[:show],
+        "domain_differences_count": len(dom_diffs),
     }
 
 
 def summary_text(result: dict) -> str:
+    r = result
     lines = [
-        "hmmcascade vs pyhmmer.hmmsearch (sequence level)",
-        f"  pyhmmer hits:     {result['pyhmmer_hits']}",
-        f"  hmmcascade hits:  {result['hmmcascade_hits']}",
-        f"  matched:          {result['matched']}",
-        f"  recall:           {result['recall']:.4f}",
-        f"  precision:        {result['precision']:.4f}  (extra: {result['extra_count']}, pre-null2 scores)",
-        f"  scores within {result['score_tolerance_bits']} bits: {result['scores_within_tolerance']}"
-        f"/{result['scores_compared']}  (max |diff| {result['max_abs_diff_bits']:.4g} bits)",
-        f"  domain-sum overrides (need domain definition): {len(result['domain_sum_overrides'])}",
+        "hmmcascade vs pyhmmer.hmmsearch",
+        f"  sequences: pyhmmer {r['pyhmmer_hits']}, hmmcascade {r['hmmcascade_hits']}, matched {r['matched']}"
+        f"  (recall {r['recall']:.4f}, precision {r['precision']:.4f})",
+        f"  included sequences: pyhmmer {r['included_pyhmmer']}, hmmcascade {r['included_hmmcascade']},"
+        f" identical sets: {r['included_identical']}",
+        f"  sequence scores within {r['seq_tolerance_bits']} bits: {r['seq_scores_within_tolerance']}"
+        f"/{r['seq_scores_compared']}  (max |diff| {r['max_abs_seq_diff_bits']:.3g} bits)",
+        f"  domains: pyhmmer {r['domains_pyhmmer']}, matched {r['domains_matched']}"
+        f" ({r['domains_matched_fraction']:.4f}); included {r['included_domains_matched']}"
+        f"/{r['included_domains_pyhmmer']} ({r['included_domains_matched_fraction']:.4f})",
+        f"  matched domains: identical envelopes {r['domains_identical_envelope']}, identical alignment"
+        f" coordinates {r['domains_identical_alignment_coords']}, scores within {r['dom_tolerance_bits']} bits"
+        f" {r['domain_scores_within_tolerance']}",
+        f"  unmatched pyhmmer domains {r['domains_unmatched_count']}, extra hmmcascade domains"
+        f" {r['domains_extra_count']}",
     ]
-    if result["missing"]:
+    if r["missing"]:
         lines.append("  MISSING (reported by pyhmmer, not by hmmcascade):")
-        lines += [f"    {m['query']}  {m['target']}  {m['pyhmmer_score']:.1f} bits" for m in result["missing"]]
+        lines += [f"    {m['query']}  {m['target']}  {m['pyhmmer_score']:.1f} bits" for m in r["missing"][:20]]
+    if r["extra_count"]:
+        lines.append("  EXTRA (reported by hmmcascade, not by pyhmmer):")
+        lines += [f"    {m['query']}  {m['target']}  {m['ours_bits']:.1f} bits" for m in r["extra"][:20]]
     return "\n".join(lines)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import stats
-from .device import Device
+from .device import Device, _cl
 from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up
 from .profiles import KP, ProfileDB
 from .results import Alignment, Domain
@@ -211,6 +211,7 @@ class DomainEngine:
         Ld = length.astype(np.int64)
         M = self.db.M[model].astype(np.int64)
         scr_need = 2 * (Ld + 1) * 3 * W + 4 * (Ld + 1) * 6
+        keep = (Ld + 1) * 3 * W + (Ld + 1) * 6  # mode 0 returns the prefix F, fx of each job's scratch
         cap = Ld + M + 8
         m = self.models
         for lo, hi in _chunks(scr_need + 5 * cap, self.scratch_bytes // 4):
@@ -238,14 +239,14 @@ class DomainEngine:
             self.kernel_s["envelope"] += _event_seconds([ev])
             info = self.dev.from_device(inf, F32, 4 * k).reshape(k, 4)
             if mode == 0:
-                flat = self.dev.from_device(scr, F32, int(scr_need[sl].sum()))
+                cl = _cl()
                 for t in range(k):
                     Wt, Lt = int(W[lo + t]), int(Ld[lo + t])
-                    base = int(scr_off[t])
-                    F = flat[base: base + (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
-                    bx = base + 2 * (Lt + 1) * 3 * Wt
-                    fx = flat[bx: bx + (Lt + 1) * 6].reshape(Lt + 1, 6)
-                    results[lo + t] = (F, fx.copy(), float(info[t, 0]))
+                    buf = np.empty(int(keep[lo + t]), dtype=F32)
+                    cl.enqueue_copy(self.dev.queue, buf, scr, src_offset=4 * int(scr_off[t]))
+                    F = buf[: (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
+                    fx = buf[(Lt + 1) * 3 * Wt:].reshape(Lt + 1, 6)
+                    results[lo + t] = (F, fx, float(info[t, 0]))
                 continue
             n2w = self.dev.from_device(n2, F32, 20 * k).reshape(k, 20)
             tr = self.dev.from_device(trb, np.int32, 4 * int(cap[sl].sum())).reshape(-1, 4)
@@ -285,7 +286,7 @@ class DomainEngine:
         lp = batch.params
         ensemble_out = {}
         if multi:
-            from .ensemble import EaselRandom, ModelTables, RegionForward, region_trace_ensemble
+            from .ensemble import ModelTables, RegionForward
 
             ms = np.array([pair_seq[p] for p, _ in multi])
             mm = np.array([pair_model[p] for p, _ in multi])
@@ -294,7 +295,7 @@ class DomainEngine:
             xfm = np.stack([lp.xf_move_f32[ms], lp.xf_loop_f32[ms], np.full(len(ms), self.e_multi[0], F32),
                             np.full(len(ms), self.e_multi[1], F32)], axis=1)
             fw = self.envelopes(batch, ms, mm, mi, mj - mi + 1, xfm, mode=0)
-            rng = EaselRandom(SEED)
+            tasks = []
             for t, (p, r) in enumerate(multi):
                 F, fx, _ = fw[t]
                 mdl = int(pair_model[p])
@@ -307,7 +308,9 @@ class DomainEngine:
                 tables = ModelTables(tsc=self.db.transitions(self.db.fwd_tsc_f32, mdl).astype(F32),
                                      msc=self.db.emission(self.db.fwd_msc_f32, mdl).astype(F32), xf=xf)
                 dsq1 = np.concatenate([[255], seqs.residues[seqs.offsets[s]: seqs.offsets[s] + seqs.lengths[s]]]).astype(np.uint8)
-                ensemble_out[(p, r)] = region_trace_ensemble(rf, tables, dsq1, int(mi[t]), int(mj[t]), rng, NSAMPLES)
+                tasks.append((rf, tables, dsq1, int(mi[t]), int(mj[t])))
+            for (p, r), res in zip(multi, _map_ensembles(tasks)):
+                ensemble_out[(p, r)] = res
 
         # envelopes, in HMMER's order: regions left to right; clusters in order within a region
         jobs = []  # (pair, region index, i, j, null2_done)
@@ -464,6 +467,34 @@ class DomainEngine:
             d.lnP = float(stats.exp_logsurv(np.float32(d.score), tau, lam))
         return PairDomains(domains=doms, seq_score=float(seq_score), pre_score=float(pre_score),
                            sum_score=float(sum_score), **counts)
+
+
+def _one_ensemble(task):
+    from .ensemble import EaselRandom, region_trace_ensemble
+
+    rf, tables, dsq1, i, j = task
+    return region_trace_ensemble(rf, tables, dsq1, i, j, EaselRandom(SEED), NSAMPLES)
+
+
+def _map_ensembles(tasks: list) -> list:
+    """Stochastic-trace clustering of multi-domain regions, in worker processes when there are many.
+
+    Each region re-seeds the generator (HMMER's do_reseeding), so regions are independent and the
+    result does not depend on how they are spread over processes.  ``HMMCASCADE_WORKERS`` caps the
+    number of processes (default: all CPUs; 1 = in this process).
+    """
+    import os
+
+    workers = int(os.environ.get("HMMCASCADE_WORKERS", "0")) or (os.cpu_count() or 1)
+    workers = min(workers, max(1, len(tasks) // 4))
+    if workers <= 1:
+        return [_one_ensemble(t) for t in tasks]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        return list(pool.map(_one_ensemble, tasks, chunksize=max(1, len(tasks) // (4 * workers))))
 
 
 def _unstripe_rows(block: np.ndarray, M: int) -> np.ndarray:

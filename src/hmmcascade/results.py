@@ -104,3 +104,53 @@ class Hit:
     @property
     def nincluded(self) -> int:
         return sum(d.included for d in self.domains)
+
+
+def hit_to_dict(hit: Hit) -> dict:
+    """A JSON-ready dict of a hit with its domains and alignments."""
+    d = {k: getattr(hit, k) for k in Hit.__dataclass_fields__ if k != "domains"}
+    d["domains"] = []
+    for dom in hit.domains:
+        dd = {k: getattr(dom, k) for k in Domain.__dataclass_fields__ if k != "alignment"}
+        dd["alignment"] = {k: getattr(dom.alignment, k) for k in Alignment.__dataclass_fields__}
+        d["domains"].append(dd)
+    return d
+
+
+def hit_from_dict(d: dict) -> Hit:
+    d = dict(d)
+    doms = []
+    for dd in d.pop("domains"):
+        dd = dict(dd)
+        ali = Alignment(**dd.pop("alignment"))
+        doms.append(Domain(alignment=ali, **dd))
+    return Hit(domains=doms, **d)
+
+
+def save_hits(path, hits: list[Hit], meta: dict | None = None) -> None:
+    """Write hits (with domains) as gzipped JSON, atomically."""
+    import gzip
+    import json
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt") as fh:
+        json.dump({"format": "hmmcascade-hits/1", "meta": meta or {}, "hits": [hit_to_dict(h) for h in hits]}, fh)
+    os.replace(tmp, path)
+
+
+def load_hits(path) -> tuple[list[Hit], dict]:
+    """Read a file written by :func:`save_hits`; returns (hits, meta)."""
+    import gzip
+    import json
+
+    try:
+        with gzip.open(path, "rt") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not an hmmcascade hits file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != "hmmcascade-hits/1":
+        raise ValueError(f"{path}: not an hmmcascade hits file")
+    return [hit_from_dict(h) for h in data["hits"]], data.get("meta", {})
