@@ -77,6 +77,28 @@ def kahan_fsum(values: np.ndarray) -> float:
     return float(s)
 
 
+def kahan_fsum_rows(rows: list) -> np.ndarray:
+    """:func:`kahan_fsum` of many float32 vectors at once (zero padding at the end is exact:
+    the compensation term is carried through the same operations as in the scalar loop)."""
+    if not rows:
+        return np.zeros(0, dtype=F32)
+    n = max(len(r) for r in rows)
+    a = np.zeros((len(rows), n), dtype=F32)
+    for t, r in enumerate(rows):
+        a[t, : len(r)] = r
+    lengths = np.array([len(r) for r in rows])
+    s = np.zeros(len(rows), dtype=F32)
+    c = np.zeros(len(rows), dtype=F32)
+    for i in range(n):
+        live = lengths > i
+        y = a[:, i] - c
+        t = s + y
+        cn = (t - s) - y
+        s = np.where(live, t, s)
+        c = np.where(live, cn, c)
+    return s
+
+
 def encode_pp(p: np.ndarray) -> str:
     """p7_alidisplay_EncodePostProb for a vector of float posteriors."""
     p = np.asarray(p, dtype=np.float64) + 0.05
@@ -335,6 +357,7 @@ class DomainEngine:
             env = []
 
         out: list[PairDomains | None] = [None] * n
+        pending = []
         per_pair: dict[int, list] = {}
         for t, job in enumerate(jobs):
             per_pair.setdefault(job[0], []).append((job, env[t]))
@@ -362,9 +385,7 @@ class DomainEngine:
                     odds = null2_odds(res["null2"])
                     with np.errstate(divide="ignore"):
                         n2sc[i: j + 1] = np.log(odds[dsq[i - 1: j]].astype(F32)).astype(F32)
-                corr = F32(0.0)
-                for v in n2sc[i: j + 1]:
-                    corr = F32(corr + v)
+                corr = np.add.accumulate(n2sc[i: j + 1], dtype=F32)[-1]  # sequential float sum, as HMMER's loop
                 ali = self._alignment(res, i, mdl, dsq, Lseq)
                 if ali is None:
                     continue
@@ -377,9 +398,11 @@ class DomainEngine:
             nclustered = sum(1 for x in regions[p] if x[2])
             if not doms:
                 continue
-            out[p] = self._score(doms, n2sc, Lseq, float(fwd_nats[p]), float(null_nats[p]), mdl,
-                                 nexpected=float(dd[p][Lseq, 0]), nregions=len(regions[p]),
-                                 nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenv)
+            pending.append((p, doms, n2sc, Lseq, mdl, dict(nexpected=float(dd[p][Lseq, 0]), nregions=len(regions[p]),
+                                                          nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenv)))
+        sums = kahan_fsum_rows([x[2] for x in pending])
+        for (p, doms, n2sc, Lseq, mdl, counts), seqsum in zip(pending, sums):
+            out[p] = self._score(doms, float(seqsum), Lseq, float(fwd_nats[p]), float(null_nats[p]), mdl, **counts)
         return out
 
     # ---- host pieces ------------------------------------------------------------------------
@@ -436,11 +459,13 @@ class DomainEngine:
                          model_line="".join(model_chars), match_line="".join(mline), target_line="".join(aseq),
                          pp_line=ppl.tobytes().decode(), M=M, L=L, rf_line=rf_line, cs_line=cs_line)
 
-    def _score(self, doms, n2sc, L, fwdsc, nullsc, mdl, **counts) -> PairDomains:
-        """The end of p7_Pipeline: null2-corrected sequence score, the domain-sum override, domain scores."""
+    def _score(self, doms, n2sum, L, fwdsc, nullsc, mdl, **counts) -> PairDomains:
+        """The end of p7_Pipeline: null2-corrected sequence score, the domain-sum override, domain scores.
+
+        ``n2sum`` is esl_vec_FSum of the per-residue null2 scores of the whole target."""
         f32 = F32
         fwdsc, nullsc = f32(fwdsc), f32(nullsc)
-        seqbias = f32(kahan_fsum(n2sc))
+        seqbias = f32(n2sum)
         seqbias = f32(flogsum(0.0, LOG_OMEGA + float(seqbias)))
         pre_score = f32((float(fwdsc) - float(nullsc)) / LOG2)
         seq_score = f32((float(fwdsc) - float(f32(nullsc + seqbias))) / LOG2)
