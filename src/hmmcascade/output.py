@@ -1,35 +1,42 @@
-"""Result files: a hits table for merging, HMMER's ``--tblout``, and the pipeline summary.
+"""Result files: HMMER's three ``hmmsearch`` outputs, JSON, and the pipeline summary.
 
-The hits table (TSV, one row per reported (model, target) pair) carries what
-the final ``--tblout`` needs, so per-batch searches can be merged without
-recomputation.  ``--tblout`` follows ``p7_tophits_TabularTargets``: column
-widths, ``%9.2g``/``%6.1f`` formats, queries in model-file order, targets
-sorted by E-value (ties by name).
+HMMER's outputs are written from :class:`~hmmcascade.results.Hit` lists as
+HMMER 3.4 prints them (``src/p7_tophits.c``, ``src/p7_alidisplay.c``):
 
-Until domain definition exists, the full-sequence score is HMMER's
-``pre_score`` (Forward score before the null2 correction): its bias column is
-0.0, the best-domain columns repeat the full-sequence values, and the domain
-counts are 0.  The file's header says so.
+* :func:`write_tblout` -- ``--tblout``, ``p7_tophits_TabularTargets``;
+* :func:`write_domtblout` -- ``--domtblout``, ``p7_tophits_TabularDomains``;
+* :func:`write_alignments` -- the main output's per-query hit list, domain
+  table and alignments (``p7_tophits_Targets``, ``p7_tophits_Domains``,
+  ``p7_alidisplay_Print``); its per-query pipeline statistics give only Z and domZ.
+
+Same printf formats, same column widths (computed per query from the longest
+names in its whole hit list, reported or not, as ``p7_tophits_GetMaxNameLength``
+does), queries in model order, hits in ``p7_tophits_SortBySortkey`` order
+(:func:`sort_hits`), only reported hits and reported domains.  E-values are
+computed when writing, ``exp(lnP) * Z`` (``* domZ`` for conditional ones, domZ
+being each query's number of reported hits unless given), as HMMER does once
+the whole search has set Z.  The tables' column header is printed once, for
+the first query, and the tables end with HMMER's tail comment block naming
+hmmcascade.
 """
 
 from __future__ import annotations
 
-import csv
 import json
+import math
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
+from .results import Alignment, Hit
 
-__all__ = ["HitRows", "hits_to_rows", "write_hits_tsv", "read_hits_tsv", "write_tblout", "write_json",
-           "pipeline_summary", "atomic_path"]
-
-HIT_COLUMNS = ["query_index", "query_name", "query_accession", "target_name", "target_description",
-               "score_bits", "lnP", "evalue", "fwd_nats", "filter_nats"]
+__all__ = ["QueryInfo", "query_infos", "sort_hits", "write_tblout", "write_domtblout", "write_alignments",
+           "alignment_lines", "write_json", "pipeline_summary", "progress_printer", "atomic_path"]
 
 
 class atomic_path:
@@ -51,128 +58,353 @@ class atomic_path:
         return False
 
 
-@dataclass
-class HitRows:
-    """Reported hits as plain columns (what the hits TSV holds)."""
+@dataclass(frozen=True)
+class QueryInfo:
+    """A searched model as HMMER's outputs name it (``hmm->name``, ``acc``, ``desc``, ``M``)."""
 
-    query_index: np.ndarray
-    query_name: list
-    query_accession: list
-    target_name: list
-    target_description: list
-    score_bits: np.ndarray
-    lnP: np.ndarray
-    evalue: np.ndarray
-    fwd_nats: np.ndarray
-    filter_nats: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.query_index)
-
-    @classmethod
-    def concat(cls, parts: list["HitRows"]) -> "HitRows":
-        out = {}
-        for f in HIT_COLUMNS:
-            vals = [getattr(p, f) for p in parts]
-            out[f] = np.concatenate(vals) if isinstance(vals[0], np.ndarray) else sum(vals, [])
-        return cls(**out)
+    name: str
+    accession: str = ""  #: "" when the model has none
+    description: str = ""
+    length: int = 0
 
 
-def hits_to_rows(result, db, seqs) -> HitRows:
-    """Turn a :class:`~hmmcascade.cascade.SearchResult` into named rows."""
-    h = result.hits
-    return HitRows(
-        query_index=h.model.astype(np.int64),
-        query_name=[str(db.names[m]) for m in h.model],
-        query_accession=[str(db.accessions[m]) for m in h.model],
-        target_name=[seqs.names[t] for t in h.target],
-        target_description=[seqs.descriptions[t] for t in h.target],
-        score_bits=h.score_bits.astype(np.float32),
-        lnP=h.lnP.astype(np.float64),
-        evalue=h.evalue.astype(np.float64),
-        fwd_nats=h.fwd_nats.astype(np.float32),
-        filter_nats=h.filter_nats.astype(np.float32),
-    )
+def query_infos(db) -> list[QueryInfo]:
+    """One :class:`QueryInfo` per model of a :class:`~hmmcascade.profiles.ProfileDB`, in model order."""
+    return [QueryInfo(str(n), str(a), str(d), int(m)) for n, a, d, m in
+            zip(db.names, db.accessions, db.descriptions, db.M)]
 
 
-def write_hits_tsv(path, rows: HitRows) -> None:
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.writer(fh, delimiter="\t", lineterminator="\n")
-        w.writerow(HIT_COLUMNS)
-        for i in range(len(rows)):
-            w.writerow([int(rows.query_index[i]), rows.query_name[i], rows.query_accession[i], rows.target_name[i],
-                        rows.target_description[i], repr(float(rows.score_bits[i])), repr(float(rows.lnP[i])),
-                        repr(float(rows.evalue[i])), repr(float(rows.fwd_nats[i])), repr(float(rows.filter_nats[i]))])
+def sort_hits(hits, *, inc_by_E: bool = True) -> list[Hit]:
+    """One query's hits in HMMER's order (``p7_tophits_SortBySortkey``, ``hit_sorter_by_sortkey``).
+
+    The sort key is ``-lnP`` when inclusion is by E-value, else (``--incT``,
+    ``--cut_ga``/``tc``/``nc``) the bit score, highest first; ties by target name (``strcmp``),
+    then plus strand first and the first domain's alignment start.  Where HMMER's
+    ``qsort`` leaves the order unspecified, the target index decides.
+    """
+
+    def key(h: Hit):
+        first = h.domains[0].alignment if h.domains else None
+        iali, jali = (first.ali_from, first.ali_to) if first is not None else (0, 0)
+        return (h.lnP if inc_by_E else -h.score, h.target_name, 0 if iali < jali else 1, iali, h.target)
+
+    return sorted(hits, key=key)
 
 
-def read_hits_tsv(path) -> HitRows:
-    with open(path, newline="") as fh:
-        r = csv.reader(fh, delimiter="\t")
-        header = next(r, None)
-        if header != HIT_COLUMNS:
-            raise ValueError(f"{path}: not an hmmcascade hits table (header {header})")
-        cols = list(zip(*r)) or [[] for _ in HIT_COLUMNS]
-    d = dict(zip(HIT_COLUMNS, cols))
-    return HitRows(
-        query_index=np.asarray(d["query_index"], dtype=np.int64),
-        query_name=list(d["query_name"]),
-        query_accession=list(d["query_accession"]),
-        target_name=list(d["target_name"]),
-        target_description=list(d["target_description"]),
-        score_bits=np.asarray(d["score_bits"], dtype=np.float32),
-        lnP=np.asarray(d["lnP"], dtype=np.float64),
-        evalue=np.asarray(d["evalue"], dtype=np.float64),
-        fwd_nats=np.asarray(d["fwd_nats"], dtype=np.float32),
-        filter_nats=np.asarray(d["filter_nats"], dtype=np.float32),
-    )
+def write_tblout(path, hits, *, Z: float, queries=None, inc_by_E: bool = True, query_file: str | None = None,
+                 target_file: str | None = None, command: str = "") -> None:
+    """HMMER's per-target table (``hmmsearch --tblout``), character for character.
 
+    Arguments:
+        path: the file to write (atomically).
+        hits: :class:`~hmmcascade.results.Hit` objects of any number of models.
+        Z: search space size (number of targets, or ``-Z``); E-values are ``exp(lnP) * Z``.
+        queries: every searched model in order (:func:`query_infos`), so queries without hits keep
+            their place and the header takes the first model's widths as HMMER's does; by default the
+            models that have hits, named from their hits.
+        inc_by_E: False when inclusion is by bit score (``--incT``, ``--cut_ga``...): hits then sort by score.
+        query_file, target_file, command: for the tail's ``# Query file:`` ... ``# Option settings:`` lines.
 
-def _order(rows: HitRows, by_evalue: bool) -> np.ndarray:
-    key = rows.lnP if by_evalue else -rows.score_bits.astype(np.float64)
-    names = np.asarray(rows.target_name, dtype=object)
-    return np.array(sorted(range(len(rows)), key=lambda i: (rows.query_index[i], key[i], names[i])), dtype=np.int64)
-
-
-def write_tblout(path, rows: HitRows, *, by_evalue: bool = True, command: str = "", Z: float | None = None) -> None:
-    """HMMER-compatible per-target table (``hmmsearch --tblout``)."""
-    order = _order(rows, by_evalue)
-    tnamew = max([20] + [len(n) for n in rows.target_name])
-    qnamew = max([20] + [len(n) for n in rows.query_name])
-    taccw = 10
-    qaccw = max([10] + [len(a) for a in rows.query_accession])
+    Raises:
+        TypeError, ValueError: one line naming the bad hit or argument.
+    """
+    _check_space(Z, "Z")
+    per_query = _by_query(hits, queries, inc_by_E)
+    tnamew, taccw, qnamew, qaccw = _table_widths(*(per_query[0] if per_query else (QueryInfo(""), [])))
     lines = [
-        "# hmmcascade: full-sequence score = Forward score before null2 correction (HMMER's pre_score);",
-        "# hmmcascade: domain definition not computed yet: bias 0.0, best-1-domain columns repeat the full"
-        " sequence, domain counts 0.",
         "#%*s %22s %22s %33s" % (tnamew + qnamew + taccw + qaccw + 2, "", "--- full sequence ----",
                                  "--- best 1 domain ----", "--- domain number estimation ----"),
         "#%-*s %-*s %-*s %-*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s" % (
-            tnamew - 1, " target name", taccw, "accession", qnamew, "query name", qaccw, "accession",
-            "  E-value", " score", " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom",
-            "rep", "inc", "description of target"),
+            tnamew - 1, " target name", taccw, "accession", qnamew, "query name", qaccw, "accession", "  E-value",
+            " score", " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom", "rep", "inc",
+            "description of target"),
         "#%*s %*s %*s %*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s" % (
             tnamew - 1, "-------------------", taccw, "----------", qnamew, "--------------------", qaccw,
             "----------", "---------", "------", "-----", "---------", "------", "-----", "---", "---", "---", "---",
             "---", "---", "---", "---", "---------------------"),
     ]
-    for i in order:
-        qacc = rows.query_accession[i] or "-"
-        desc = rows.target_description[i] or "-"
-        ev, sc = float(rows.evalue[i]), float(rows.score_bits[i])
-        lines.append("%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d %3d %s" % (
-            tnamew, rows.target_name[i], taccw, "-", qnamew, rows.query_name[i], qaccw, qacc,
-            ev, sc, 0.0, ev, sc, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0, desc))
-    lines += [
+    row = "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d %3d %s"
+    for q, qhits in per_query:
+        tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+        for h in qhits:
+            if h.reported:
+                best = h.domains[h.best_domain]
+                lines.append(row % (
+                    tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, q.name, qaccw, q.accession or "-",
+                    math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), math.exp(best.lnP) * Z, best.score, best.bias,
+                    h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, h.ndom, h.nreported,
+                    h.nincluded, h.target_desc or "-"))
+    _write_lines(path, lines + _tail(query_file, target_file, command))
+
+
+def write_domtblout(path, hits, *, Z: float, domZ: float | None = None, queries=None, inc_by_E: bool = True,
+                    query_file: str | None = None, target_file: str | None = None, command: str = "") -> None:
+    """HMMER's per-domain table (``hmmsearch --domtblout``), character for character.
+
+    Arguments as :func:`write_tblout`, plus ``domZ``: the domain search space for the conditional
+    E-values ``exp(lnP) * domZ`` (``--domZ``); by default HMMER's, each query's number of reported
+    hits.  The ``#``/``of`` columns count the hit's reported domains; tlen and qlen are the
+    alignment's L and M.
+    """
+    _check_space(Z, "Z")
+    if domZ is not None:
+        _check_space(domZ, "domZ")
+    per_query = _by_query(hits, queries, inc_by_E)
+    tnamew, taccw, qnamew, qaccw = _table_widths(*(per_query[0] if per_query else (QueryInfo(""), [])))
+    lines = [
+        "#%*s %22s %40s %11s %11s %11s" % (tnamew + qnamew - 1 + 15 + taccw + qaccw, "", "--- full sequence ---",
+                                           "-------------- this domain -------------", "hmm coord", "ali coord",
+                                           "env coord"),
+        "#%-*s %-*s %5s %-*s %-*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s %s" % (
+            tnamew - 1, " target name", taccw, "accession", "tlen", qnamew, "query name", qaccw, "accession", "qlen",
+            "E-value", "score", "bias", "#", "of", "c-Evalue", "i-Evalue", "score", "bias", "from", "to", "from", "to",
+            "from", "to", "acc", "description of target"),
+        "#%*s %*s %5s %*s %*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s %s" % (
+            tnamew - 1, "-------------------", taccw, "----------", "-----", qnamew, "--------------------", qaccw,
+            "----------", "-----", "---------", "------", "-----", "---", "---", "---------", "---------", "------",
+            "-----", "-----", "-----", "-----", "-----", "-----", "-----", "----", "---------------------"),
+    ]
+    row = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d "
+           "%4.2f %s")
+    for q, qhits in per_query:
+        tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+        qdomZ = _query_domZ(qhits, domZ)
+        for h in qhits:
+            doms = [d for d in h.domains if d.reported] if h.reported else []
+            for nd, d in enumerate(doms, 1):
+                a = d.alignment
+                lines.append(row % (
+                    tnamew, h.target_name, taccw, h.target_acc or "-", a.L, qnamew, q.name, qaccw, q.accession or "-",
+                    a.M, math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), nd, len(doms), math.exp(d.lnP) * qdomZ,
+                    math.exp(d.lnP) * Z, d.score, d.bias, a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, d.env_from,
+                    d.env_to, d.acc, h.target_desc or "-"))
+    _write_lines(path, lines + _tail(query_file, target_file, command))
+
+
+def write_alignments(path, hits, *, Z: float, domZ: float | None = None, queries=None, inc_by_E: bool = True,
+                     textw: int = 120, query_file: str | None = None, target_file: str | None = None) -> None:
+    """``hmmsearch``'s main output: per query, the hit list, then each hit's domain table and alignments.
+
+    Arguments as :func:`write_domtblout`, plus ``textw``: HMMER's ``--textw`` (120 by default; 0 is
+    ``--notextw``, one alignment block of unlimited width).  Each query block ends as HMMER's, with
+    an "Internal pipeline statistics summary" (here only the query's size, Z and domZ: the filter
+    counts are the whole search's, in its summary) and ``//``, so HMMER text parsers (Biopython's
+    ``hmmer3-text``, pfam_scan's ``HMMResultsIO``) read the file.  The banner names hmmcascade.
+    """
+    _check_space(Z, "Z")
+    if domZ is not None:
+        _check_space(domZ, "domZ")
+    rule = "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"
+    lines = [
+        "# hmmcascade hmmsearch :: search profile(s) against a sequence database",
+        f"# hmmcascade {__version__}; HMMER 3.4 hmmsearch output format",
+        rule,
+        f"# query HMM file:                  {query_file or '[none]'}",
+        f"# target sequence database:        {target_file or '[none]'}",
+        rule,
+        "",
+    ]
+    for q, qhits in _by_query(hits, queries, inc_by_E):
+        lines.append(f"Query:       {q.name}  [M={q.length}]")
+        if q.accession:
+            lines.append(f"Accession:   {q.accession}")
+        if q.description:
+            lines.append(f"Description: {q.description}")
+        reported = [h for h in qhits if h.reported]
+        qdomZ = _query_domZ(qhits, domZ)
+        lines += _targets_text(qhits, reported, Z, textw) + ["", ""]
+        lines += _domains_text(q, reported, Z, qdomZ, textw) + ["", ""]
+        lines += [
+            "Internal pipeline statistics summary:",
+            "-------------------------------------",
+            "Query model(s):              %15d  (%d nodes)" % (1, q.length),
+            "Initial search space (Z):    %15.0f  [as given to hmmcascade]" % Z,
+            "Domain search space  (domZ): %15.0f  %s" % (qdomZ, "[number of targets reported over threshold]"
+                                                           if domZ is None else "[as given to hmmcascade]"),
+            "//",
+        ]
+    _write_lines(path, lines + ["[ok]"])
+
+
+def _targets_text(qhits, reported, Z, textw) -> list[str]:
+    """``p7_tophits_Targets``: the per-sequence hit list of one query."""
+    namew = max([8] + [len(h.target_name) for h in qhits])
+    descw = max(32, textw - namew - 61) if textw > 0 else None
+    head = "  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s"
+    out = [
+        "Scores for complete sequences (score includes all domains):",
+        "  %22s  %22s  %8s" % (" --- full sequence ---", " --- best 1 domain ---", "-#dom-"),
+        head % ("E-value", " score", " bias", "E-value", " score", " bias", "  exp", "N", namew, "Sequence",
+                "Description"),
+        head % ("-------", "------", "-----", "-------", "------", "-----", " ----", "--", namew, "--------",
+                "-----------"),
+    ]
+    threshold_shown = False
+    for h in reported:
+        if not h.included and not threshold_shown:
+            out.append("  ------ inclusion threshold ------")
+            threshold_shown = True
+        best = h.domains[h.best_domain]
+        out.append("  %9.2g %6.1f %5.1f  %9.2g %6.1f %5.1f  %5.1f %2d  %-*s  %s" % (
+            math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), math.exp(best.lnP) * Z, best.score, best.bias,
+            h.nexpected, h.nreported, namew, h.target_name, h.target_desc[:descw]))
+    if not reported:
+        out += ["", "   [No hits detected that satisfy reporting thresholds]"]
+    return out
+
+
+def _domains_text(q, reported, Z, domZ, textw) -> list[str]:
+    """``p7_tophits_Domains``: each reported hit's domain table and alignments."""
+    head = " %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s"
+    out = ["Domain annotation for each sequence (and alignments):"]
+    for h in reported:
+        descw = max(32, textw - len(h.target_name) - 5) if textw > 0 else None
+        out.append(f">> {h.target_name}  {h.target_desc[:descw]}")
+        doms = [d for d in h.domains if d.reported]
+        if not doms:
+            out += ["   [No individual domains that satisfy reporting thresholds (although complete target did)]", ""]
+            continue
+        out.append(head % ("#", "score", "bias", "c-Evalue", "i-Evalue", "hmmfrom", "hmm to", "  ", "alifrom",
+                           "ali to", "  ", "envfrom", "env to", "  ", "acc"))
+        out.append(head % ("---", "------", "-----", "---------", "---------", "-------", "-------", "  ", "-------",
+                           "-------", "  ", "-------", "-------", "  ", "----"))
+        for nd, d in enumerate(doms, 1):
+            a = d.alignment
+            out.append(" %3d %s %6.1f %5.1f %9.2g %9.2g %7d %7d %s %7d %7d %s %7d %7d %s %4.2f" % (
+                nd, "!" if d.included else "?", d.score, d.bias, math.exp(d.lnP) * domZ, math.exp(d.lnP) * Z,
+                a.hmm_from, a.hmm_to, _ends(a.hmm_from, a.hmm_to, a.M), a.ali_from, a.ali_to,
+                _ends(a.ali_from, a.ali_to, a.L), d.env_from, d.env_to, _ends(d.env_from, d.env_to, a.L), d.acc))
+        out += ["", "  Alignments for each domain:"]
+        for nd, d in enumerate(doms, 1):
+            out.append("  == domain %d  score: %.1f bits;  conditional E-value: %.2g" % (
+                nd, d.score, math.exp(d.lnP) * domZ))
+            out += alignment_lines(d.alignment, q.name, h.target_name, textw=textw) + [""]
+    if not reported:
+        out += ["", "   [No targets detected that satisfy reporting thresholds]"]
+    return out
+
+
+def alignment_lines(ali: Alignment, hmm_name: str, seq_name: str, *, textw: int = 120,
+                    min_aliwidth: int = 40) -> list[str]:
+    """One domain's alignment display in blocks, as ``p7_nontranslated_alidisplay_Print`` prints it.
+
+    Lines are at most ``textw`` characters when ``min_aliwidth`` columns fit (HMMER passes 40);
+    ``textw <= 0`` prints one block.  CS and RF lines come first when the alignment has them.
+    """
+    n = len(ali.model_line)
+    for label in ("match_line", "target_line", "pp_line", "rf_line", "cs_line"):
+        line = getattr(ali, label)
+        if line and len(line) != n:
+            raise ValueError(f"alignment of {hmm_name} x {seq_name}: {label} has {len(line)} columns, "
+                             f"model_line {n}")
+    namew = max(len(hmm_name), len(seq_name))
+    coordw = max(_textwidth(v) for v in (ali.hmm_from, ali.hmm_to, ali.ali_from, ali.ali_to))
+    width = textw - namew - 2 * coordw - 5 if textw > 0 else n
+    if width < n and width < min_aliwidth:
+        width = min_aliwidth
+    forward = ali.ali_from < ali.ali_to
+    i1, k1 = ali.ali_from, ali.hmm_from
+    pad = namew + coordw + 1
+    out = []
+    for pos in range(0, n, max(width, 1)):
+        cols = slice(pos, pos + width)
+        if pos > 0:
+            out.append("")
+        nk = len(ali.model_line[cols]) - ali.model_line[cols].count(".")
+        ni = len(ali.target_line[cols]) - ali.target_line[cols].count("-")
+        k2, i2 = k1 + nk - 1, (i1 + ni - 1 if forward else i1 - ni + 1)
+        if ali.cs_line is not None:
+            out.append("  %*s %s CS" % (pad, "", ali.cs_line[cols]))
+        if ali.rf_line is not None:
+            out.append("  %*s %s RF" % (pad, "", ali.rf_line[cols]))
+        out.append("  %*s %*d %s %-*d" % (namew, hmm_name, coordw, k1, ali.model_line[cols], coordw, k2))
+        out.append("  %*s %s" % (pad, " ", ali.match_line[cols]))
+        if ni > 0:
+            out.append("  %*s %*d %s %-*d" % (namew, seq_name, coordw, i1, ali.target_line[cols], coordw, i2))
+        else:
+            out.append("  %*s %*s %s %*s" % (namew, seq_name, coordw, "-", ali.target_line[cols], coordw, "-"))
+        if ali.pp_line:
+            out.append("  %*s %s PP" % (pad, "", ali.pp_line[cols]))
+        k1 += nk
+        i1 = i1 + ni if forward else i1 - ni
+    return out
+
+
+def _by_query(hits, queries, inc_by_E):
+    """(QueryInfo, that query's hits in HMMER's order) per query, in model order; hits checked first."""
+    groups: dict[int, list[Hit]] = {}
+    for i, h in enumerate(hits):
+        if not isinstance(h, Hit):
+            raise TypeError(f"hits[{i}]: expected a hmmcascade.results.Hit, got {type(h).__name__}")
+        if h.reported and not 0 <= h.best_domain < len(h.domains):
+            raise ValueError(f"hit {h.model_name} x {h.target_name}: best_domain {h.best_domain} is not one of "
+                             f"its {len(h.domains)} domains")
+        groups.setdefault(h.model, []).append(h)
+    if queries is None:
+        models = sorted(groups)
+        queries = {m: QueryInfo(groups[m][0].model_name, groups[m][0].model_acc, "", groups[m][0].model_length)
+                   for m in models}
+    else:
+        queries = dict(enumerate(queries))
+        models = sorted(queries)
+        for m, group in groups.items():
+            if m not in queries or queries[m].name != group[0].model_name:
+                raise ValueError(f"hit {group[0].model_name} x {group[0].target_name}: model {m} is not that "
+                                 f"query among the {len(queries)} queries given")
+    return [(queries[m], sort_hits(groups.get(m, []), inc_by_E=inc_by_E)) for m in models]
+
+
+def _query_domZ(qhits, domZ: float | None) -> float:
+    """``p7_tophits_Threshold``: domZ is the query's number of reported hits unless set."""
+    return float(sum(h.reported for h in qhits)) if domZ is None else float(domZ)
+
+
+def _table_widths(q: QueryInfo, qhits) -> tuple[int, int, int, int]:
+    """tnamew, taccw, qnamew, qaccw of ``p7_tophits_TabularTargets``/``TabularDomains``."""
+    return (max([20] + [len(h.target_name) for h in qhits]), max([10] + [len(h.target_acc) for h in qhits]),
+            max(20, len(q.name)), max(10, len(q.accession)))
+
+
+def _seq_bias_bits(h: Hit) -> float:
+    """HMMER's ``pre_score - score``, subtracted in single precision as its floats are."""
+    return float(np.float32(h.pre_score) - np.float32(h.score))
+
+
+def _ends(start: int, end: int, length: int) -> str:
+    """``[`` / ``]`` where a range touches its sequence's ends, ``.`` elsewhere (``..``, ``[]``, ``.]``)."""
+    return ("[" if start == 1 else ".") + ("]" if end == length else ".")
+
+
+def _textwidth(n: int) -> int:
+    """Easel's ``integer_textwidth``: digits of n, plus one for a sign; 0 for 0."""
+    return 0 if n == 0 else len(str(abs(n))) + (n < 0)
+
+
+def _check_space(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _tail(query_file, target_file, command) -> list[str]:
+    """``p7_tophits_TabularTail``, naming hmmcascade."""
+    return [
         "#",
-        "# Program:         hmmcascade search",
-        f"# Version:         {__version__}",
+        "# Program:         hmmcascade",
+        f"# Version:         {__version__} (HMMER 3.4 table format)",
         "# Pipeline mode:   SEARCH",
-        f"# Search space Z:  {Z:g}" if Z is not None else "# Search space Z:  -",
+        f"# Query file:      {query_file or '[none]'}",
+        f"# Target file:     {target_file or '[none]'}",
         f"# Option settings: {command}",
+        f"# Current dir:     {os.getcwd()}",
+        f"# Date:            {time.ctime()}",
         "# [ok]",
     ]
+
+
+def _write_lines(path, lines: list[str]) -> None:
     with atomic_path(path) as tmp:
-        Path(tmp).write_text("\n".join(lines) + "\n")
+        Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def write_json(path, obj) -> None:

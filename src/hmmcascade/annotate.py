@@ -1,0 +1,325 @@
+"""Per-protein domain annotation from ``hmmsearch`` hits: pfam_scan.pl's table and GFF3.
+
+Pfam's ``pfam_scan.pl`` (``Bio::Pfam::Scan::PfamScan``) runs ``hmmsearch
+--cut_ga`` and turns the reported domains into one line per domain and
+protein, with the family type and clan from ``Pfam-A.hmm.dat``.  This module
+does the same from :class:`~hmmcascade.results.Hit` lists:
+
+* :func:`read_pfam_dat` reads ``Pfam-A.hmm.dat`` (``#=GF ID``, ``AC``, ``DE``,
+  ``GA``, ``TP``, ``ML``, ``NE``, ``CL`` per family record, ``//`` between
+  records; gzipped or plain).
+* :func:`pfam_domains` selects the reported domains of reported hits and,
+  when family data are given, resolves clan overlaps as pfam_scan's
+  ``_resolve_clan_overlap`` / ``HMMResults::remove_overlaps_by_clan`` does:
+  per protein, domains are taken in order of increasing independent E-value
+  (as printed by hmmsearch, ``%.2g``); one is dropped when its alignment
+  overlaps an already kept domain of a family of the same clan, unless the two
+  families are declared nested (``NE``, in either family's record).
+  Domains of families without a clan are never dropped.
+* :func:`write_pfam_scan` writes pfam_scan's table, in its column order and
+  printf formats: proteins sorted by name, domains by alignment start.
+* :func:`write_gff3` writes the same domains as GFF3 ``protein_match``
+  features on alignment coordinates (as pfam_scan and InterProScan report).
+
+Without family data there is no clan resolution, the type column is ``-`` and
+the clan ``No_clan``.  The significance column is pfam_scan's: 1 when the
+sequence and domain bit scores, as hmmsearch prints them (``%.1f``), reach the
+family's gathering thresholds (``#=GF GA``); for families without GA data, 1
+when HMMER includes the domain and its hit (with ``--cut_ga``, inclusion is
+GA too).
+
+Reference: Mistry J, et al. (2007) Predicting active site residue annotations
+in the Pfam database. BMC Bioinformatics 8:298. doi:10.1186/1471-2105-8-298
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .io import InputError, _check_file, _open_binary
+from .output import atomic_path
+from .results import Domain, Hit
+
+__all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3"]
+
+
+@dataclass(frozen=True)
+class PfamFamily:
+    """One ``Pfam-A.hmm.dat`` record."""
+
+    id: str  #: ``#=GF ID``, the model name
+    accession: str = ""  #: ``#=GF AC``, e.g. PF02826.20
+    description: str = ""  #: ``#=GF DE``
+    type: str = ""  #: ``#=GF TP``: Domain, Family, Repeat, Motif, Coiled-coil, Disordered
+    model_length: int = 0  #: ``#=GF ML``
+    clan: str = ""  #: ``#=GF CL``, e.g. CL0063; "" when the family is in no clan
+    nested: frozenset[str] = frozenset()  #: IDs of families allowed to overlap it (``NE``, both directions)
+    ga_seq_bits: float | None = None  #: ``#=GF GA`` sequence gathering threshold
+    ga_dom_bits: float | None = None  #: ``#=GF GA`` domain gathering threshold
+
+
+@dataclass(frozen=True)
+class DomainAnnotation:
+    """One line of pfam_scan's table: a reported domain of a reported hit."""
+
+    seq_id: str
+    seq_length: int
+    ali_from: int
+    ali_to: int
+    env_from: int
+    env_to: int
+    hmm_acc: str  #: "-" when the model has no accession
+    hmm_name: str
+    type: str  #: "-" without family data
+    hmm_from: int
+    hmm_to: int
+    hmm_length: int
+    bits: float  #: domain bit score
+    evalue: float  #: independent E-value
+    significant: bool
+    clan: str  #: "No_clan" when none
+
+
+_GA = re.compile(r"(\S+);\s+(\S+);")
+_COLUMNS = ("# <seq id> <alignment start> <alignment end> <envelope start> <envelope end> <hmm acc> <hmm name>"
+            " <type> <hmm start> <hmm end> <hmm length> <bit score> <E-value> <significance> <clan>")
+
+
+def read_pfam_dat(path) -> dict[str, PfamFamily]:
+    """Families of a ``Pfam-A.hmm.dat`` file, by ID (model name).
+
+    Raises:
+        InputError: (a ValueError) one line naming the file and the line number of the fault.
+    """
+    path = Path(path)
+    _check_file(path, "Pfam-A.hmm.dat")
+    with _open_binary(path) as fh:
+        text = fh.read().decode("utf-8", errors="replace")
+    records: list[dict] = []
+    current: dict | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.rstrip()
+        if not line or line.startswith("# STOCKHOLM"):
+            continue
+        if line == "//":
+            if current is None or "ID" not in current:
+                raise InputError(f"{path}: line {n}: record ends without a #=GF ID line")
+            records.append(current)
+            current = None
+            continue
+        fields = line.split(None, 2)
+        if len(fields) < 3 or fields[0] != "#=GF":
+            raise InputError(f"{path}: line {n}: not a Pfam-A.hmm.dat line: {line[:60]!r}")
+        tag, value = fields[1], fields[2]
+        if tag == "ID":
+            if current is not None:
+                raise InputError(f"{path}: line {n}: #=GF ID {value} before the previous record's //")
+            current = {"ID": value.split()[0], "NE": set(), "line": n}
+        elif current is None:
+            raise InputError(f"{path}: line {n}: #=GF {tag} outside a record (no #=GF ID before it)")
+        else:
+            _read_tag(path, n, current, tag, value)
+    if current is not None:
+        raise InputError(f"{path}: truncated: the record of {current['ID']} has no closing //")
+    if not records:
+        raise InputError(f"{path}: no Pfam family records")
+    nested: dict[str, set[str]] = {}
+    for r in records:
+        for other in r["NE"]:
+            nested.setdefault(r["ID"], set()).add(other)
+            nested.setdefault(other, set()).add(r["ID"])
+    families: dict[str, PfamFamily] = {}
+    for r in records:
+        if r["ID"] in families:
+            raise InputError(f"{path}: line {r['line']}: family {r['ID']} appears twice")
+        families[r["ID"]] = PfamFamily(r["ID"], r.get("AC", ""), r.get("DE", ""), r.get("TP", ""), r.get("ML", 0),
+                                       r.get("CL", ""), frozenset(nested.get(r["ID"], ())), *r.get("GA", (None, None)))
+    return families
+
+
+def _read_tag(path: Path, n: int, record: dict, tag: str, value: str) -> None:
+    if tag in ("AC", "TP", "CL"):
+        record[tag] = value.split()[0]
+    elif tag == "DE":
+        record[tag] = value
+    elif tag == "NE":
+        record["NE"].add(value.split()[0].rstrip(";"))
+    elif tag == "ML":
+        if not value.isdigit():
+            raise InputError(f"{path}: line {n}: #=GF ML must be a model length, got {value!r}")
+        record[tag] = int(value)
+    elif tag == "GA":
+        m = _GA.match(value)
+        try:
+            record[tag] = (float(m.group(1)), float(m.group(2)))
+        except (AttributeError, ValueError):
+            raise InputError(f"{path}: line {n}: #=GF GA must read '<seq bits>; <dom bits>;', got {value!r}") from None
+
+
+def pfam_domains(hits, families: dict[str, PfamFamily] | None = None, *,
+                 resolve_clan_overlap: bool = True) -> list[DomainAnnotation]:
+    """The reported domains of reported hits, clan overlaps resolved, in pfam_scan's output order.
+
+    Arguments:
+        hits: :class:`~hmmcascade.results.Hit` objects (any models, any targets).
+        families: :func:`read_pfam_dat`'s result, or None (no types, clans nor resolution).
+        resolve_clan_overlap: False is pfam_scan's ``-clan_overlap`` (keep overlapping clan members).
+
+    Raises:
+        TypeError, ValueError: one line naming the bad hit.
+    """
+    families = families or {}
+    per_seq: dict[str, list[tuple[Hit, Domain]]] = {}
+    for i, h in enumerate(hits):
+        if not isinstance(h, Hit):
+            raise TypeError(f"hits[{i}]: expected a hmmcascade.results.Hit, got {type(h).__name__}")
+        if not h.reported:
+            continue
+        for d in h.domains:
+            if d.reported:
+                if not 1 <= d.ali_from <= d.ali_to or not 1 <= d.env_from <= d.env_to:
+                    raise ValueError(f"hit {h.model_name} x {h.target_name}: domain coordinates ali {d.ali_from}-"
+                                     f"{d.ali_to}, env {d.env_from}-{d.env_to} are not 1-based ranges")
+                per_seq.setdefault(h.target_name, []).append((h, d))
+    out = []
+    for seq_id in sorted(per_seq, key=lambda s: s.encode()):
+        units = sorted(per_seq[seq_id], key=lambda u: u[0].model)  # hmmsearch output order: models, then domains
+        if families and resolve_clan_overlap:
+            units = _remove_overlaps_by_clan(units, families)
+        for h, d in sorted(units, key=lambda u: u[1].ali_from):
+            out.append(_annotation(h, d, families.get(h.model_name)))
+    return out
+
+
+def _remove_overlaps_by_clan(units, families):
+    """``HMMResults::remove_overlaps_by_clan``: best E-value first, same-clan overlaps dropped unless nested."""
+    kept: list[tuple[Hit, Domain]] = []
+    for h, d in sorted(units, key=lambda u: float("%.2g" % u[1].i_evalue)):
+        fam = families.get(h.model_name)
+        clash = False
+        for kh, kd in kept:
+            other = families.get(kh.model_name)
+            if fam and other and fam.clan and fam.clan == other.clan and _overlap(d, kd):
+                if kh.model_name in fam.nested:
+                    continue
+                clash = True
+                break
+        if not clash:
+            kept.append((h, d))
+    return kept
+
+
+def _overlap(a: Domain, b: Domain) -> bool:
+    """pfam_scan's ``overlap``: the alignments share at least one residue."""
+    first, second = sorted((a, b), key=lambda d: d.ali_from)
+    return second.ali_from <= first.ali_to
+
+
+def _annotation(h: Hit, d: Domain, fam: PfamFamily | None) -> DomainAnnotation:
+    if fam is not None and fam.ga_seq_bits is not None:
+        significant = float("%.1f" % h.score) >= fam.ga_seq_bits and float("%.1f" % d.score) >= fam.ga_dom_bits
+    else:
+        significant = h.included and d.included
+    return DomainAnnotation(
+        seq_id=h.target_name, seq_length=h.target_length, ali_from=d.ali_from, ali_to=d.ali_to,
+        env_from=d.env_from, env_to=d.env_to, hmm_acc=h.model_acc or (fam.accession if fam else "") or "-",
+        hmm_name=h.model_name, type=(fam.type if fam else "") or "-", hmm_from=d.hmm_from, hmm_to=d.hmm_to,
+        hmm_length=h.model_length, bits=d.score, evalue=d.i_evalue, significant=significant,
+        clan=(fam.clan if fam else "") or "No_clan")
+
+
+def write_pfam_scan(path, hits, families: dict[str, PfamFamily] | None = None, *, resolve_clan_overlap: bool = True,
+                    significant_only: bool = False, name_width: int | None = None) -> None:
+    """pfam_scan.pl's per-protein domain table (``write_ascii_out``), one line per domain.
+
+    Columns and formats are pfam_scan's (``%-Ns %6d %6d %6d %6d %-11s %-16s %7s %5d %5d %5d %8s %9s %3d
+    %-8s``, with its trailing space), bit score and E-value as hmmsearch prints them (``%.1f``, ``%.2g``).
+
+    Arguments:
+        significant_only: keep only significance-1 lines, as pfam_scan does in its default GA mode.
+        name_width: the sequence-id column width; pfam_scan uses the longest id of the whole FASTA
+            file, the default here is the longest id written.
+        Others as :func:`pfam_domains`.
+    """
+    rows = [a for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap)
+            if a.significant or not significant_only]
+    width = name_width if name_width is not None else max([1] + [len(a.seq_id) for a in rows])
+    resolved = "on" if families and resolve_clan_overlap else "off"
+    lines = [
+        f"# hmmcascade {__version__}: pfam_scan.pl-style domain table",
+        "#",
+        f"#    resolve clan overlaps: {resolved}",
+        "#     predict active sites: off",
+        "# = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = =",
+        "#",
+        _COLUMNS,
+        "",
+    ]
+    for a in rows:
+        lines.append("%-*s %6d %6d %6d %6d %-11s %-16s %7s %5d %5d %5d %8s %9s %3d %-8s " % (
+            width, a.seq_id, a.ali_from, a.ali_to, a.env_from, a.env_to, a.hmm_acc, a.hmm_name, a.type,
+            a.hmm_from, a.hmm_to, a.hmm_length, "%.1f" % a.bits, "%.2g" % a.evalue, int(a.significant), a.clan))
+    _write_lines(path, lines)
+
+
+def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, resolve_clan_overlap: bool = True,
+               significant_only: bool = False) -> None:
+    """The domains of :func:`write_pfam_scan` as GFF3 (``##gff-version 3``).
+
+    One ``protein_match`` (SO:0000349) feature per domain: seqid the target name, source
+    ``hmmcascade``, start/end the alignment coordinates (1-based, inclusive, as pfam_scan and
+    InterProScan report), score the domain bit score, strand and phase ``.``.  Attributes:
+    ``Name`` (model name), ``Dbxref=Pfam:PFnnnnn`` (for Pfam accessions, version dropped),
+    ``accession``, ``evalue`` (independent), ``hmm_start``/``hmm_end``/``hmm_length``,
+    ``env_start``/``env_end``, ``significant``, and ``type``/``clan`` when family data are given.
+    Each protein gets a ``##sequence-region`` line.  Text is escaped as the GFF3 specification asks.
+    """
+    rows = [a for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap)
+            if a.significant or not significant_only]
+    lines = ["##gff-version 3"]
+    seen: set[str] = set()
+    for a in rows:
+        seqid = _escape(a.seq_id, _seqid_safe)
+        if a.seq_id not in seen:
+            seen.add(a.seq_id)
+            lines.append(f"##sequence-region {seqid} 1 {a.seq_length}")
+        attrs = [("Name", a.hmm_name)]
+        pfam = re.match(r"PF\d{5}", a.hmm_acc)
+        if pfam:
+            attrs.append(("Dbxref", f"Pfam:{pfam.group(0)}"))
+        if a.hmm_acc != "-":
+            attrs.append(("accession", a.hmm_acc))
+        attrs += [("evalue", "%.2g" % a.evalue), ("hmm_start", a.hmm_from), ("hmm_end", a.hmm_to),
+                  ("hmm_length", a.hmm_length), ("env_start", a.env_from), ("env_end", a.env_to),
+                  ("significant", int(a.significant))]
+        if a.type != "-":
+            attrs.append(("type", a.type))
+        if a.clan != "No_clan":
+            attrs.append(("clan", a.clan))
+        column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs)
+        lines.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
+                                "%.1f" % a.bits, ".", ".", column9]))
+    _write_lines(path, lines)
+
+
+def _seqid_safe(ch: str) -> bool:
+    """GFF3 column 1 keeps [a-zA-Z0-9.:^*$@!+_?-|] unescaped."""
+    return ch.isascii() and (ch.isalnum() or ch in ".:^*$@!+_?-|")
+
+
+def _attr_safe(ch: str) -> bool:
+    """GFF3 column 9 values escape ; = & , (reserved), % itself, tab, newline and control characters."""
+    return ch not in ";=&,%\t\n\r" and ord(ch) >= 0x20 and ch != "\x7f"
+
+
+def _escape(text: str, safe) -> str:
+    """GFF3 percent-encoding (RFC 3986 style, upper-case hex) of every character ``safe`` rejects."""
+    return "".join(ch if safe(ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in text)
+
+
+def _write_lines(path, lines: list[str]) -> None:
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
