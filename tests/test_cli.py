@@ -38,13 +38,14 @@ def test_search_writes_hmmer_tblout(tmp_path, small_seqs):
     assert "Passed MSV filter:" in run.stderr and "Target sequences:" in run.stderr
     lines = out.read_text().splitlines()
     assert lines[-1] == "# [ok]"
-    assert any("pre_score" in line for line in lines if line.startswith("#"))
     rows = _table(out)
     assert rows, "the embedded data has hits"
     for row in rows:
         assert len(row) == 19
-        evalue, score = float(row[4]), float(row[5])
-        assert evalue <= 10.0 and score == float(row[8])
+        evalue, best_dom_score = float(row[4]), float(row[8])
+        ndom, nrep, ninc = int(row[15]), int(row[16]), int(row[17])
+        assert evalue <= 10.0 and ndom >= 1 and ninc <= nrep <= ndom
+        assert best_dom_score <= float(row[5]) + float(row[6]) + 5.0  # best domain vs pre-null2 score, roughly
     # Within a query, rows are sorted by E-value; queries appear in model-file order.
     queries = [r[2] for r in rows]
     assert queries == sorted(queries, key=queries.index)
@@ -109,3 +110,39 @@ def test_bad_thresholds_and_cutoffs(tmp_path, small_seqs):
     nocut.write_text("".join(line + "\n" for line in text.splitlines() if not line.startswith("GA ")))
     run = _run("search", nocut, small_seqs, "--cut_ga")
     assert run.returncode == 1 and "no GA cutoff" in run.stderr
+
+
+def test_search_then_merge_writes_every_output(tmp_path, small_seqs):
+    """Two searches of halves of a file, merged with the whole search's Z, equal one search of the file."""
+    whole = tmp_path / "whole"
+    run = _run("search", HMMS, small_seqs, "--quiet", "--domtblout", f"{whole}.domtbl", "--hits", f"{whole}.json.gz")
+    assert run.returncode == 0, run.stderr
+    records = small_seqs.read_text().split(">")[1:]
+    halves = []
+    for k, part in enumerate((records[:200], records[200:])):
+        fasta = tmp_path / f"half{k}.faa"
+        fasta.write_text("".join(">" + r for r in part))
+        hits = tmp_path / f"half{k}.json.gz"
+        run = _run("search", HMMS, fasta, "--quiet", "-Z", "400", "--hits", hits)
+        assert run.returncode == 0, run.stderr
+        halves.append(hits)
+    merged = tmp_path / "merged"
+    outs = {"--tblout": ".tbl", "--domtblout": ".domtbl", "--alignments": ".ali.txt", "--pfamscan": ".pfam.tsv",
+            "--gff3": ".gff3"}
+    args = [a for opt, ext in outs.items() for a in (opt, f"{merged}{ext}")]
+    run = _run("merge", *halves, "-Z", "400", "--models", HMMS, *args)
+    assert run.returncode == 0, run.stderr
+    body = [line for line in Path(f"{merged}.domtbl").read_text().splitlines() if not line.startswith("#")]
+    expected = [line for line in Path(f"{whole}.domtbl").read_text().splitlines() if not line.startswith("#")]
+    assert body == expected and len(body) > 10
+    gff = Path(f"{merged}.gff3").read_text().splitlines()
+    assert gff[0] == "##gff-version 3" and sum(not line.startswith("#") for line in gff) == len(body)
+    assert "== domain 1" in Path(f"{merged}.ali.txt").read_text()
+
+
+def test_merge_rejects_a_non_hits_file(tmp_path):
+    bogus = tmp_path / "x.json.gz"
+    bogus.write_text("not gzip")
+    run = _run("merge", bogus, "-Z", "10", "--tblout", tmp_path / "o.tbl")
+    assert run.returncode == 1 and "not an hmmcascade hits file" in run.stderr
+    assert not (tmp_path / "o.tbl").exists()

@@ -28,6 +28,13 @@ def _add_thresholds(p: argparse.ArgumentParser) -> None:
     x.add_argument("--cut_ga", action="store_true", help="use each model's GA (gathering) sequence cutoff")
     x.add_argument("--cut_tc", action="store_true", help="use each model's TC (trusted) sequence cutoff")
     x.add_argument("--cut_nc", action="store_true", help="use each model's NC (noise) sequence cutoff")
+    g.add_argument("--domE", type=float, default=10.0, help="report domains with c-Evalue <= domE (default 10)")
+    g.add_argument("--domT", type=float, default=None, help="report domains with score >= domT bits")
+    g.add_argument("--incE", type=float, default=0.01, help="include targets with E-value <= incE (default 0.01)")
+    g.add_argument("--incT", type=float, default=None, help="include targets with score >= incT bits")
+    g.add_argument("--incdomE", type=float, default=0.01, help="include domains with c-Evalue <= incdomE (default 0.01)")
+    g.add_argument("--incdomT", type=float, default=None, help="include domains with score >= incdomT bits")
+    g.add_argument("--domZ", type=float, default=None, help="domain search space (default: number of reported targets)")
     _add_z(g)
     f = p.add_argument_group("filters")
     f.add_argument("--F1", type=float, default=0.02, help="MSV filter P-value threshold (default 0.02)")
@@ -60,8 +67,46 @@ def _thresholds(args) -> Thresholds:
             raise ValueError(f"--{name} must be in (0, 1], got {v}")
     if args.Z is not None and args.Z <= 0:
         raise ValueError(f"-Z must be positive, got {args.Z}")
+    if args.domZ is not None and args.domZ <= 0:
+        raise ValueError(f"--domZ must be positive, got {args.domZ}")
     return Thresholds(F1=args.F1, F2=args.F2, F3=args.F3, bias_filter=not args.nobias, max_mode=args.max,
-                      E=args.E, T=args.T, cut=cut, Z=_search_space(args))
+                      E=args.E, T=args.T, cut=cut, Z=_search_space(args), domE=args.domE, domT=args.domT,
+                      incE=args.incE, incT=args.incT, incdomE=args.incdomE, incdomT=args.incdomT, domZ=args.domZ)
+
+
+def _add_outputs(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("outputs (all optional)")
+    g.add_argument("--tblout", help="HMMER's per-target table (hmmsearch --tblout)")
+    g.add_argument("--domtblout", help="HMMER's per-domain table (hmmsearch --domtblout)")
+    g.add_argument("--alignments", help="hmmsearch-style hit lists with domain tables and alignments (text)")
+    g.add_argument("--pfamscan", help="per-protein domain table in pfam_scan.pl's columns")
+    g.add_argument("--gff3", help="domains as GFF3 protein_match features")
+    g.add_argument("--pfam-dat", help="Pfam-A.hmm.dat(.gz): family types, clans and nesting for --pfamscan/--gff3"
+                                      " (enables pfam_scan's clan overlap resolution)")
+
+
+def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None) -> None:
+    from .output import query_infos, write_alignments, write_domtblout, write_tblout
+
+    queries = query_infos(db) if db is not None else None
+    inc_by_E = th.cut is None and th.incT is None
+    command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    common = dict(Z=Z, queries=queries, inc_by_E=inc_by_E, query_file=query_file, target_file=target_file)
+    if args.tblout:
+        write_tblout(args.tblout, hits, command=command, **common)
+    if args.domtblout:
+        write_domtblout(args.domtblout, hits, domZ=th.domZ, command=command, **common)
+    if args.alignments:
+        write_alignments(args.alignments, hits, domZ=th.domZ, **common)
+    if args.pfamscan or args.gff3:
+        from .annotate import read_pfam_dat, write_gff3, write_pfam_scan
+
+        families = read_pfam_dat(args.pfam_dat) if args.pfam_dat else None
+        reported = [h for h in hits if h.reported]
+        if args.pfamscan:
+            write_pfam_scan(args.pfamscan, reported, families)
+        if args.gff3:
+            write_gff3(args.gff3, reported, families)
 
 
 def _load_models(path: str):
@@ -126,7 +171,8 @@ def cmd_prepare(args) -> int:
 
 def cmd_search(args) -> int:
     from . import cascade, device
-    from .output import hits_to_rows, pipeline_summary, progress_printer, write_hits_tsv, write_json, write_tblout
+    from .output import pipeline_summary, progress_printer, write_json
+    from .results import save_hits
 
     th = _thresholds(args)
     _, db = _load_models(args.hmms)
@@ -134,48 +180,57 @@ def cmd_search(args) -> int:
     dev = device.open_device(args.device)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
     res = cascade.search(db, seqs, dev, th, progress=progress_printer() if not args.quiet else None)
-    rows = hits_to_rows(res, db, seqs)
-    command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if args.tblout:
-        write_tblout(args.tblout, rows, by_evalue=th.cut is None and th.T is None, command=command, Z=res.Z)
+    _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs)
     if args.hits:
-        write_hits_tsv(args.hits, rows)
+        save_hits(args.hits, res.records, {"Z": res.Z, "models": len(db), "targets": len(seqs)})
     stats = res.stats.as_dict()
     if args.stats:
         write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats})
     print(pipeline_summary(stats, res.Z, res.device, th), file=sys.stderr)
-    print(f"# {len(rows)} reported hits", file=sys.stderr)
+    n_rep = sum(h.reported for h in res.records)
+    n_dom = sum(h.nreported for h in res.records if h.reported)
+    print(f"# {n_rep} reported hits, {n_dom} reported domains", file=sys.stderr)
     return 0
 
 
 def cmd_merge(args) -> int:
-    """Merge per-batch hits tables and statistics into one tblout (queries in model order)."""
-    from .output import HitRows, read_hits_tsv, write_hits_tsv, write_json, write_tblout
+    """Merge per-batch hits, apply the thresholds of the whole search (Z, domZ), write the outputs."""
+    from .cascade import StageStats, sort_hits, threshold_hits
+    from .output import write_json
+    from .results import load_hits, save_hits
 
-    rows = HitRows.concat([read_hits_tsv(p) for p in args.hits])
+    th = _thresholds(args)
+    hits = []
+    for path in args.hits:
+        hits.extend(load_hits(path)[0])
     Z = _search_space(args)
-    write_tblout(args.tblout, rows, by_evalue=not args.bits_order, command="hmmcascade merge", Z=Z)
+    if Z is None:
+        raise ValueError("merge needs the search space: -Z or --targets-from")
+    db = _load_models(args.models)[1] if args.models else None
+    threshold_hits(hits, th, Z)
+    hits = sort_hits(hits, th)
+    _write_outputs(args, hits, th, Z, db)
     if args.merged_hits:
-        write_hits_tsv(args.merged_hits, rows)
+        save_hits(args.merged_hits, hits, {"Z": Z})
     if args.stats:
-        from .cascade import StageStats
-
         batches = [json.loads(Path(path).read_text())["stats"] for path in args.batch_stats]
         total = StageStats.combine_batches(batches).as_dict() if batches else {}
         write_json(args.stats, {"Z": Z, "stats": total})
-    print(f"merged {len(rows)} hits from {len(args.hits)} batches into {args.tblout}", file=sys.stderr)
+    n_rep = sum(h.reported for h in hits)
+    print(f"merged {len(args.hits)} batches: {n_rep} reported hits", file=sys.stderr)
     return 0
 
 
 def cmd_compare(args) -> int:
     from .compare import compare_hits, run_pyhmmer, summary_text
     from .io import read_hmms
-    from .output import read_hits_tsv, write_json
+    from .output import write_json
+    from .results import load_hits
 
     th = _thresholds(args)
     Z = th.Z if th.Z is not None else float(len(_load_seqs(args.seqs)))
     ref = run_pyhmmer(read_hmms(args.hmms), args.seqs, th, Z, cpus=args.cpus)
-    result = compare_hits(read_hits_tsv(args.ours), ref)
+    result = compare_hits(load_hits(args.ours)[0], ref)
     result["Z"] = Z
     write_json(args.json, result)
     text = summary_text(result)
@@ -187,6 +242,10 @@ def cmd_compare(args) -> int:
     print(text, file=sys.stderr)
     if args.require_recall is not None and result["recall"] < args.require_recall:
         raise ValueError(f"recall {result['recall']:.4f} below the required {args.require_recall}")
+    if args.require_identical and not (result["recall"] == result["precision"] == 1.0
+                                       and result["included_identical"]
+                                       and result["domains_unmatched_count"] == result["domains_extra_count"] == 0):
+        raise ValueError("hits or domains differ from pyhmmer's (see the comparison JSON)")
     return 0
 
 
@@ -201,9 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="search models against sequences (MSV -> Viterbi -> Forward)")
     s.add_argument("hmms", help="HMMER3 models (text/binary, .gz ok) or a pressed .npz")
     s.add_argument("seqs", help="protein FASTA (.gz ok) or a prepared .npz batch")
-    s.add_argument("--tblout", help="write HMMER's per-target table here")
-    s.add_argument("--hits", help="write the hits table (TSV, for merge) here")
+    s.add_argument("--hits", help="write all hit records with domains and alignments (gzipped JSON, for merge)")
     s.add_argument("--stats", help="write per-stage statistics (JSON) here")
+    _add_outputs(s)
     s.add_argument("--device", default=None, help="auto (default), gpu, cpu, P:D, or a name substring")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
     _add_thresholds(s)
@@ -221,20 +280,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batches", type=int, default=1)
     s.set_defaults(func=cmd_prepare)
 
-    s = sub.add_parser("merge", help="merge per-batch hits into one tblout")
-    s.add_argument("hits", nargs="+")
-    s.add_argument("--tblout", required=True)
-    s.add_argument("--merged-hits")
+    s = sub.add_parser("merge", help="merge per-batch hits; threshold; write tables, alignments, annotations")
+    s.add_argument("hits", nargs="+", help="hits files from search --hits")
+    s.add_argument("--models", help="the searched models (.npz or HMM file): query order and names in the tables")
+    s.add_argument("--merged-hits", help="write the merged, thresholded hit records here")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])
-    _add_z(s)
-    s.add_argument("--bits-order", action="store_true", help="sort by score (bit thresholds) not E-value")
+    _add_outputs(s)
+    _add_thresholds(s)
     s.set_defaults(func=cmd_merge)
 
     s = sub.add_parser("compare", help="compare a hits table with pyhmmer.hmmsearch")
     s.add_argument("hmms")
     s.add_argument("seqs")
-    s.add_argument("--ours", required=True, help="hits table from search/merge")
+    s.add_argument("--ours", required=True, help="hit records from search --hits or merge --merged-hits")
+    s.add_argument("--require-identical", action="store_true",
+                   help="exit 1 unless hits, included hits and domains all match pyhmmer's")
     s.add_argument("--json", required=True)
     s.add_argument("--summary")
     s.add_argument("--cpus", type=int, default=0)

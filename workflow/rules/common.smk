@@ -48,6 +48,11 @@ def threshold_args():
         args.append(f"-T {t['T']}")
     else:
         args.append(f"-E {t['E']}")
+        args.append(f"--domT {t['domT']}" if t.get("domT") is not None else f"--domE {t['domE']}")
+        args.append(f"--incT {t['incT']}" if t.get("incT") is not None else f"--incE {t['incE']}")
+        args.append(f"--incdomT {t['incdomT']}" if t.get("incdomT") is not None else f"--incdomE {t['incdomE']}")
+    if t.get("domZ"):
+        args.append(f"--domZ {t['domZ']}")
     if not t["bias_filter"]:
         args.append("--nobias")
     if t["max"]:
@@ -61,8 +66,23 @@ def z_args(meta):
     return f"-Z {z}" if z else f"--targets-from {meta}"
 
 
+def get_pfam_dat():
+    """Pfam-A.hmm.dat (types, clans, nesting) when available: downloaded, or configured; else none."""
+    if config["databases"] == "download":
+        return "resources/pfam/Pfam-A.hmm.dat.gz"
+    return _input_path(config["pfam_dat"]) if config.get("pfam_dat") else []
+
+
+def pfam_dat_arg(wildcards, input):
+    return f"--pfam-dat {input.dat}" if input.get("dat") else ""
+
+
+FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout", "results/hmmcascade.alignments.txt",
+                "results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3"]
+
+
 def get_final_outputs():
-    outputs = ["results/hmmcascade.tblout", "results/stats.json"]
+    outputs = FINAL_TABLES + ["results/stats.json"]
     if config["compare"]["enabled"]:
         outputs += ["results/accuracy.json", "results/accuracy.txt"]
     if config["databases"] == "download":

@@ -1,12 +1,12 @@
-# Accuracy: run pyhmmer.hmmsearch on the same inputs, thresholds and Z, and
-# compare hit lists (recall, precision, score differences).
+# Accuracy: run pyhmmer.hmmsearch on the same inputs, thresholds and Z, and compare hit
+# lists and domains (recall, precision, included sets, envelopes, score differences).
 
 
 rule compare:
     input:
         hmms=get_hmms(),
         seqs=get_sequences(),
-        hits="results/hits.tsv",
+        hits="results/hits.json.gz",
         meta="results/prepared/sequences.json",
     output:
         json="results/accuracy.json",
@@ -17,6 +17,7 @@ rule compare:
         z=z_args("results/prepared/sequences.json"),
         cpus=config["compare"]["cpus"],
         recall=config["compare"]["require_recall"],
+        identical="--require-identical" if config["compare"].get("require_identical") else "",
     conda:
         ENV
     log:
@@ -25,4 +26,4 @@ rule compare:
     shell:
         "{params.py} -m hmmcascade compare {input.hmms:q} {input.seqs:q} --ours {input.hits}"
         " --json {output.json} --summary {output.summary} --cpus {params.cpus} {params.z}"
-        " --require-recall {params.recall} {params.thresholds} 2> {log}"
+        " --require-recall {params.recall} {params.identical} {params.thresholds} 2> {log}"

@@ -1,6 +1,6 @@
-# Search: the MSV -> bias -> Viterbi -> Forward cascade on each batch, then a
-# merge into one HMMER-compatible --tblout. Z is the number of targets of the
-# whole search (from prepare_sequences), not of one batch, unless config sets it.
+# Search: the MSV -> bias -> Viterbi -> Forward cascade and domain definition on each batch,
+# then a merge that applies the whole search's thresholds (Z = all targets, domZ = reported
+# targets per model) and writes HMMER's tables, alignments, pfam_scan's table and GFF3.
 
 
 rule search_batch:
@@ -9,7 +9,7 @@ rule search_batch:
         batch="results/prepared/batch{batch}.npz",
         meta="results/prepared/sequences.json",
     output:
-        hits="results/search/batch{batch}.hits.tsv",
+        hits="results/search/batch{batch}.hits.json.gz",
         stats="results/search/batch{batch}.stats.json",
     params:
         py=PY,
@@ -28,21 +28,30 @@ rule search_batch:
 
 rule merge_hits:
     input:
-        hits=expand("results/search/batch{batch}.hits.tsv", batch=BATCHES),
+        hits=expand("results/search/batch{batch}.hits.json.gz", batch=BATCHES),
         stats=expand("results/search/batch{batch}.stats.json", batch=BATCHES),
         meta="results/prepared/sequences.json",
+        models="results/prepared/models.npz",
+        dat=get_pfam_dat(),
     output:
         tblout="results/hmmcascade.tblout",
-        hits="results/hits.tsv",
+        domtblout="results/hmmcascade.domtblout",
+        alignments="results/hmmcascade.alignments.txt",
+        pfamscan="results/hmmcascade.pfam_scan.tsv",
+        gff3="results/hmmcascade.gff3",
+        hits="results/hits.json.gz",
         stats="results/stats.json",
     params:
         py=PY,
         z=z_args("results/prepared/sequences.json"),
-        order="" if not (config["thresholds"].get("cut") or config["thresholds"].get("T") is not None) else "--bits-order",
+        thresholds=threshold_args(),
+        dat=pfam_dat_arg,
     conda:
         ENV
     log:
         "logs/merge_hits/merge.log",
     shell:
-        "{params.py} -m hmmcascade merge {input.hits} --tblout {output.tblout} --merged-hits {output.hits}"
-        " --stats {output.stats} --batch-stats {input.stats} {params.z} {params.order} 2> {log}"
+        "{params.py} -m hmmcascade merge {input.hits} --models {input.models} --merged-hits {output.hits}"
+        " --tblout {output.tblout} --domtblout {output.domtblout} --alignments {output.alignments}"
+        " --pfamscan {output.pfamscan} --gff3 {output.gff3} {params.dat}"
+        " --stats {output.stats} --batch-stats {input.stats} {params.z} {params.thresholds} 2> {log}"
