@@ -69,13 +69,16 @@ def test_thresholds_narrow_the_list(tmp_path, small_seqs):
 
 
 def test_max_mode_passes_everything_to_forward(tmp_path, small_seqs):
+    """--max: every pair reaches Forward and domain definition (so a small target set)."""
+    tiny = tmp_path / "tiny.faa"
+    tiny.write_text("".join(">" + r for r in small_seqs.read_text().split(">")[1:41]))
     stats = tmp_path / "stats.json"
-    run = _run("search", HMMS, small_seqs, "--max", "--stats", stats, "--quiet", "-Z", "400")
+    run = _run("search", HMMS, tiny, "--max", "--stats", stats, "--quiet", "-Z", "400")
     assert run.returncode == 0, run.stderr
     import json
 
     s = json.loads(stats.read_text())["stats"]
-    pairs = s["models"] * 400
+    pairs = s["models"] * 40
     assert s["past_msv"] == s["past_bias"] == s["past_vit"] == s["past_fwd"] == pairs
 
 

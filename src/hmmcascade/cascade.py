@@ -10,10 +10,11 @@ For every (model, target) pair, as ``hmmsearch`` does::
                                                                          pass if P <= F2
     Forward  -> P = Exp_surv((fwd - filtersc)/ln2; tau, lambda)          pass if P <= F3
 
-A target that passes all filters is a hit candidate with the full-sequence
-score ``(fwd - nullsc)/ln2`` bits (HMMER's ``pre_score``: before the null2
-bias correction, which needs domain definition).  Reporting thresholds
-(E, T, or a model cutoff) apply to that score with E-value ``Z * P``.
+A target that passes all filters goes to domain definition
+(:mod:`hmmcascade.domains`), which gives its domains, alignments and the
+null2-corrected full-sequence score; reporting and inclusion thresholds (E, T,
+model cutoffs; per domain with domZ) apply as in ``p7_Pipeline`` and
+``p7_tophits_Threshold``.
 
 Sequences are sorted by length and processed in batches; all models run on
 every batch (MSV kernel launches cover as many models as the scratch budget
@@ -166,17 +167,6 @@ class SearchResult:
     records: list = field(default_factory=list)  #: every hit record (reported or not), with domains
 
 
-def _empty_hits() -> Hits:
-    return Hits(*(np.zeros(0, dtype=t) for t in (np.int64, np.int64, np.float32, np.float64, np.float64,
-                                                    np.float32, np.float32)))
-
-
-def _concat_hits(parts: list[Hits]) -> Hits:
-    if not parts:
-        return _empty_hits()
-    return Hits(*(np.concatenate([getattr(p, f) for p in parts]) for f in Hits.__dataclass_fields__))
-
-
 def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int):
     """Cut a length-sorted array into batches with n_seq * L_max <= max_cells."""
     n = len(lengths_sorted)
@@ -305,15 +295,6 @@ def _msv_candidates(xj: np.ndarray, lo: int, hi: int, lp, db: ProfileDB, F1: flo
     per_seq = lp.tjb_u8.astype(np.float64) + db.scale_b * (3.0 + lp.nullsc_nats.astype(np.float64))
     need = (per_model[:, None] + per_seq[None, :]).astype(np.float32)
     return np.nonzero((xj >= need) | (xj < 0))
-
-
-def _reportable(db: ProfileDB, model: np.ndarray, score: np.ndarray, evalue: np.ndarray, th: Thresholds) -> np.ndarray:
-    if th.cut:
-        cutoff = db.cutoffs[model, CUTOFF_COLUMNS[th.cut]]
-        return score >= cutoff
-    if th.T is not None:
-        return score >= th.T
-    return evalue <= th.E
 
 
 def check_cutoffs(db: ProfileDB, cut: str) -> None:
