@@ -61,6 +61,13 @@ inline float inv_as_hmmer(float x)
 #endif
 }
 
+/* Sparse rescaling of one DP row (M, I, D cells) by a factor > 1, as HMMER: cells * (1/sc). */
+inline void rescale_row(__global float *row, const int n, const float sc)
+{
+    const float s = inv_as_hmmer(sc);
+    for (int k = 0; k < n; k++) row[k] = row[k] * s;
+}
+
 /* Forward (p7_Forward / p7_ForwardParser) over dsq[0..L-1].
  * full != 0: rows 0..L of mat are written; else mat holds one row, updated in place.
  * xmx gets rows 0..L of specials.  Returns the score in nats. */
@@ -109,8 +116,7 @@ float forward_pass(__global const uchar *dsq, const int L, const int M, const in
         __global float *xr = xmx + i * NX;
         if (xE > 1.0e4f) {
             xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
-            const float s = inv_as_hmmer(xE);
-            for (int k = 0; k < 3 * W; k++) cur[k] = cur[k] * s;
+            rescale_row(cur, 3 * W, xE);
             xr[XSCALE] = xE;
             totscale = totscale + LOG_AS_HMMER(xE);
             xE = 1.0f;
@@ -153,8 +159,7 @@ int backward_pass(__global const uchar *dsq, const int L, const int M, const int
         const float sc = fxmx[L * NX + XSCALE];
         if (sc > 1.0f) {
             xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc;
-            const float s = inv_as_hmmer(sc);
-            for (int k = 0; k < 3 * W; k++) cur[k] = cur[k] * s;
+            rescale_row(cur, 3 * W, sc);
         }
         __global float *xr = bxmx + L * NX;
         xr[XSCALE] = sc;
@@ -203,8 +208,7 @@ int backward_pass(__global const uchar *dsq, const int L, const int M, const int
         else     sc = fxmx[i * NX + XSCALE];
         if (sc > 1.0f) {
             xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc;
-            const float s = inv_as_hmmer(sc);
-            for (int k = 0; k < 3 * W; k++) cur[k] = cur[k] * s;
+            rescale_row(cur, 3 * W, sc);
         }
         __global float *xr = bxmx + i * NX;
         xr[XSCALE] = sc;

@@ -388,7 +388,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
                 best = d
         h = Hit(model=m, target=t, model_name=str(db.names[m]), model_acc=str(db.accessions[m]),
                 model_length=int(db.M[m]), target_name=str(seqs.names[t]),
-                target_acc=str(seqs.accessions[t]) if hasattr(seqs, "accessions") else "",
+                target_acc="",  # FASTA targets carry no accession
                 target_desc=str(seqs.descriptions[t]), target_length=int(seqs.lengths[t]),
                 score=pd.seq_score, pre_score=pd.pre_score,
                 bias=float(np.float32(pd.pre_score) - np.float32(pd.seq_score)), lnP=lnP,
@@ -434,7 +434,11 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
 
 
 def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
-    """Models in database order; within a model, HMMER's sort (by -lnP, or by score with bit inclusion)."""
-    by_e = th.cut is None and th.incT is None
-    return sorted(hits, key=lambda h: (h.model, h.lnP if by_e else -h.score, h.target_name,
-                                       h.domains[0].ali_from if h.domains else 0))
+    """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`)."""
+    from .output import sort_hits as sort_query
+
+    by_model: dict[int, list[Hit]] = {}
+    for h in hits:
+        by_model.setdefault(h.model, []).append(h)
+    inc_by_E = th.cut is None and th.incT is None
+    return [h for m in sorted(by_model) for h in sort_query(by_model[m], inc_by_E=inc_by_E)]

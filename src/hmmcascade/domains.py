@@ -42,15 +42,12 @@ F32 = np.float32
 LOG2 = 0.69314718055994529  # eslCONST_LOG2
 LOG_OMEGA = math.log(float(F32(1.0 / 256.0)))  # log(bg->omega), double
 RT1, RT2, RT3 = F32(0.25), F32(0.10), F32(0.20)
-NSAMPLES = 200
-SEED = 42
+SEED = 42  # hmmsearch's --seed default; each multi-domain region re-seeds
 
 # trace states (HMMER's p7T_ codes, as kernels/domains.cl writes them)
 ST_M, ST_D, ST_I, ST_S, ST_N, ST_B, ST_E, ST_C, ST_T, ST_J = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 
 AMINO = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
-#: Easel's amino degeneracies (codes 21..26: B J Z O U X) as canonical residue codes
-DEGENERATE = {21: (2, 11), 22: (7, 9), 23: (3, 13), 24: (8,), 25: (1,), 26: tuple(range(20))}
 
 # p7_FLogsum's table: log(1 + exp(-i/1000)), float
 _LOGSUM_TABLE = np.log1p(np.exp(-np.arange(16000, dtype=np.float64) / float(F32(1000.0)))).astype(F32)
@@ -65,21 +62,10 @@ def flogsum(a: float, b: float) -> float:
     return float(F32(mx + _LOGSUM_TABLE[int(F32(F32(mx - mn) * F32(1000.0)))]))
 
 
-def kahan_fsum(values: np.ndarray) -> float:
-    """esl_vec_FSum: compensated float summation, in order."""
-    s = F32(0.0)
-    c = F32(0.0)
-    for v in np.asarray(values, dtype=F32):
-        y = F32(v - c)
-        t = F32(s + y)
-        c = F32(F32(t - s) - y)
-        s = t
-    return float(s)
-
-
 def kahan_fsum_rows(rows: list) -> np.ndarray:
-    """:func:`kahan_fsum` of many float32 vectors at once (zero padding at the end is exact:
-    the compensation term is carried through the same operations as in the scalar loop)."""
+    """esl_vec_FSum (compensated float summation, in order) of many float32 vectors at once.
+
+    Positions past a vector's end leave its sum and compensation unchanged."""
     if not rows:
         return np.zeros(0, dtype=F32)
     n = max(len(r) for r in rows)
@@ -108,14 +94,11 @@ def encode_pp(p: np.ndarray) -> str:
 
 def null2_odds(weights: np.ndarray) -> np.ndarray:
     """The null2 odds vector [KP] from the kernel's 20 canonical values (esl_abc_FAvgScVec + specials)."""
+    from .ensemble import average_degenerate
+
     n2 = np.ones(KP, dtype=F32)
     n2[:20] = weights[:20]
-    for x, members in DEGENERATE.items():
-        acc = F32(0.0)
-        for y in members:
-            acc = F32(acc + n2[y])
-        n2[x] = F32(acc / F32(len(members)))
-    return n2
+    return average_degenerate(n2)
 
 
 def find_regions(btot: np.ndarray, etot: np.ndarray, mocc: np.ndarray) -> list[tuple[int, int, bool]]:
@@ -183,6 +166,12 @@ class DomainEngine:
         self.e_multi = ev[0].astype(F32)
         self._W = 4 * models.node_words.astype(np.int64)
 
+    def _multihit_xfm(self, lp, seq: np.ndarray) -> np.ndarray:
+        """Per-sequence (N move, N loop, E move, E loop) of the multihit model, as the kernels take them."""
+        n = len(seq)
+        return np.stack([lp.xf_move_f32[seq], lp.xf_loop_f32[seq], np.full(n, self.e_multi[0], F32),
+                         np.full(n, self.e_multi[1], F32)], axis=1).astype(F32)
+
     # ---- device stages ---------------------------------------------------------------------
     def decode(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
         """btot/etot/mocc per pair (list of [L+1, 3] float32) and (fwd nats, bck nats, own, range_error)."""
@@ -193,11 +182,7 @@ class DomainEngine:
         dd_need = 3 * (L + 1)
         out = [None] * n
         info = np.zeros((n, 4), dtype=F32)
-        lp = batch.params
-        xfm = np.stack([lp.xf_move_f32, lp.xf_loop_f32,
-                        np.full(len(lp.xf_move_f32), self.e_multi[0], F32),
-                        np.full(len(lp.xf_move_f32), self.e_multi[1], F32)], axis=1).astype(F32)
-        seq_xfm = self.dev.to_device(xfm)
+        seq_xfm = self.dev.to_device(self._multihit_xfm(batch.params, np.arange(len(batch.seqs))))
         m = self.models
         for lo, hi in _chunks(scr_need + dd_need, self.scratch_bytes // 4):
             sl = slice(lo, hi)
@@ -314,9 +299,7 @@ class DomainEngine:
             mm = np.array([pair_model[p] for p, _ in multi])
             mi = np.array([regions[p][r][0] for p, r in multi])
             mj = np.array([regions[p][r][1] for p, r in multi])
-            xfm = np.stack([lp.xf_move_f32[ms], lp.xf_loop_f32[ms], np.full(len(ms), self.e_multi[0], F32),
-                            np.full(len(ms), self.e_multi[1], F32)], axis=1)
-            fw = self.envelopes(batch, ms, mm, mi, mj - mi + 1, xfm, mode=0)
+            fw = self.envelopes(batch, ms, mm, mi, mj - mi + 1, self._multihit_xfm(lp, ms), mode=0)
             tasks = []
             for t, (p, r) in enumerate(multi):
                 F, fx, _ = fw[t]
@@ -325,10 +308,7 @@ class DomainEngine:
                 rf = RegionForward(mmx=_unstripe_rows(F[:, 0], Mm), imx=_unstripe_rows(F[:, 1], Mm),
                                    dmx=_unstripe_rows(F[:, 2], Mm), xmx=fx)
                 s = int(pair_seq[p])
-                xf = np.array([self.e_multi, [lp.xf_move_f32[s], lp.xf_loop_f32[s]],
-                               [lp.xf_move_f32[s], lp.xf_loop_f32[s]], [lp.xf_move_f32[s], lp.xf_loop_f32[s]]], dtype=F32)
-                tables = ModelTables(tsc=self.db.transitions(self.db.fwd_tsc_f32, mdl).astype(F32),
-                                     msc=self.db.emission(self.db.fwd_msc_f32, mdl).astype(F32), xf=xf)
+                tables = ModelTables.from_db(self.db, mdl, int(seqs.lengths[s]))
                 dsq1 = np.concatenate([[255], seqs.residues[seqs.offsets[s]: seqs.offsets[s] + seqs.lengths[s]]]).astype(np.uint8)
                 tasks.append((rf, tables, dsq1, int(mi[t]), int(mj[t])))
             for (p, r), res in zip(multi, _map_ensembles(tasks)):
@@ -394,7 +374,6 @@ class DomainEngine:
                 doms.append(Domain(env_from=i, env_to=j, score=0.0, bias=0.0, lnP=0.0, c_evalue=0.0, i_evalue=0.0,
                                    acc=float(res["oasc"]) / (1.0 + abs(j - i)), alignment=ali,
                                    env_nats=res["envsc"], correction_nats=float(corr)))
-                doms[-1]._oasc = res["oasc"]
             nclustered = sum(1 for x in regions[p] if x[2])
             if not doms:
                 continue
@@ -498,7 +477,7 @@ def _one_ensemble(task):
     from .ensemble import EaselRandom, region_trace_ensemble
 
     rf, tables, dsq1, i, j = task
-    return region_trace_ensemble(rf, tables, dsq1, i, j, EaselRandom(SEED), NSAMPLES)
+    return region_trace_ensemble(rf, tables, dsq1, i, j, EaselRandom(SEED))
 
 
 def _map_ensembles(tasks: list) -> list:

@@ -55,13 +55,13 @@ References:
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+
+from .profiles import _logf  # glibc logf, as HMMER
 
 __all__ = [
     "Cluster", "EaselRandom", "ModelTables", "RegionForward", "SegmentPair", "SpEnsemble", "Trace", "TraceDomain",
@@ -101,20 +101,6 @@ MIN_POSTERIOR = 0.25
 MIN_ENDPOINTP = 0.02
 
 
-def _libm_logf():
-    """glibc's ``logf`` (what HMMER calls); numpy's float32 log where libm cannot be loaded."""
-    name = ctypes.util.find_library("m")
-    if name:
-        try:
-            fn = ctypes.CDLL(name).logf
-            fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
-            return lambda v: f32(fn(float(v)))
-        except (OSError, AttributeError):
-            pass
-    return lambda v: np.log(f32(v))
-
-
-_logf = _libm_logf()
 
 
 def nqf(M: int) -> int:
@@ -572,6 +558,11 @@ def null2_by_trace(model: ModelTables, tr: Trace, zstart: int, zend: int) -> np.
     lanes = np.add.accumulate(freq[None, :, :] * model.rfv_striped[:K_AMINO], axis=1)[:, -1, :]  # [K, 4]
     null2 = np.ones(KP_AMINO, dtype=f32)
     null2[:K_AMINO] = ((lanes[:, 0] + lanes[:, 1]) + (lanes[:, 2] + lanes[:, 3])) + xfactor
+    return average_degenerate(null2)
+
+
+def average_degenerate(null2: np.ndarray) -> np.ndarray:
+    """``esl_abc_FAvgScVec``: each degenerate code gets the float mean of its residues' values (in place)."""
     for x, members in AMINO_DEGENERACIES.items():
         total = f32(0.0)
         for y in members:
