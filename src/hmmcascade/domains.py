@@ -285,8 +285,11 @@ class DomainEngine:
         if n == 0:
             return []
         seqs = batch.seqs
+        # ---- [decode block] regions per pair and the expected number of domains
         dd, info = self.decode(batch, pair_seq, pair_model)
         regions = [find_regions(d[:, 0], d[:, 1], d[:, 2]) for d in dd]
+        nexpected = np.array([d[-1, 0] for d in dd], dtype=F32)  # btot[L]
+        # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
 
         # multi-domain regions: multihit Forward matrices of the region, sampled on the host
         multi = [(p, r) for p in range(n) for r, (i, j, is_multi) in enumerate(regions[p]) if is_multi]
@@ -314,6 +317,7 @@ class DomainEngine:
             for (p, r), res in zip(multi, _map_ensembles(tasks)):
                 ensemble_out[(p, r)] = res
 
+        # ---- [envelope and scoring block]
         # envelopes, in HMMER's order: regions left to right; clusters in order within a region
         jobs = []  # (pair, region index, i, j, null2_done)
         for p in range(n):
@@ -377,7 +381,7 @@ class DomainEngine:
             nclustered = sum(1 for x in regions[p] if x[2])
             if not doms:
                 continue
-            pending.append((p, doms, n2sc, Lseq, mdl, dict(nexpected=float(dd[p][Lseq, 0]), nregions=len(regions[p]),
+            pending.append((p, doms, n2sc, Lseq, mdl, dict(nexpected=float(nexpected[p]), nregions=len(regions[p]),
                                                           nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenv)))
         sums = kahan_fsum_rows([x[2] for x in pending])
         for (p, doms, n2sc, Lseq, mdl, counts), seqsum in zip(pending, sums):
