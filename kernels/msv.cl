@@ -13,30 +13,52 @@
  *
  * Overflow: if E(i) + bias_b saturates at 255 the score is too high for
  * bytes; HMMER then returns +infinity ("passes the filter"), as we do by
- * writing -1.  Otherwise the kernel writes J(L), and the host turns it into
- * nats exactly as HMMER does: ((J - tjb_b) - base_b) / scale_b - 3.
+ * writing -1.  Otherwise the result is J(L), which the host turns into nats
+ * exactly as HMMER does: ((J - tjb_b) - base_b) / scale_b - 3.
+ *
+ * Two kernels:
+ *
+ * msv_tiled (all sequences of a batch x a range of models; the fast path).
+ *   As long as no E(i) exceeds base_b + tec_b, J(i) <= base_b, so B(i) is
+ *   the constant B0 = base_b - tjbm and no byte saturates (bias_b <= 19 for
+ *   protein models, B0 + bias_b < 255, cells <= base_b + tec_b + bias_b).
+ *   With U(i,k) = max(M(i,k), B0) the recurrence becomes
+ *       U(i,k) = max(U(i-1,k-1) + (bias_b - cost[x_i][k]), B0)
+ *   in plain int arithmetic (one add-then-max, VIADDMNMX on sm_90; the clamp
+ *   of M at 0 never matters because U >= B0 >= 0), rows no longer depend on
+ *   each other through E, and the model can be cut into tiles of 32 nodes
+ *   that each sweep the whole sequence with the 32 cells in registers.
+ *   Between tiles only the last column of the tile travels, one byte per
+ *   row, packed four rows per word in global memory (interleaved across the
+ *   work-group like the residues: coalesced).  The tile's costs, as ints
+ *   bias_b - cost, sit in local memory in rows of 34 words read as int2
+ *   pairs (LDS.64).  The result is J(L) = max(0, max E(i) - tec_b), where
+ *   max E = max U unless max U = B0 (no cell above B0).
+ *   If the largest cell exceeds base_b + tec_b the assumption failed: the
+ *   kernel writes -2 and the host reruns that pair with msv_exact (under 1%
+ *   of pairs on Pfam x UniProt: the high scorers), as it does when the
+ *   largest U is B0.
+ *
+ * msv_exact (a list of pairs): the recurrence above as HMMER runs it, one
+ *   work-item per pair, the row in global scratch (four nodes per uchar4
+ *   word, interleaved by pair).
  *
  * tjb_b depends on the target length (p7_oprofile_ReconfigMSVLength): it is
- * read per sequence.
- *
- * Work: one work-item per (sequence, model); global size (n_seq padded,
- * n_models of this launch).  Sequences are interleaved (see hmmcascade.h),
- * sorted by length so that a warp's work-items finish together.  Four
- * nodes travel together as one uchar4 word: the cost table is laid out
- * [x][q] with q = (k-1)/4 (padded with cost 255, i.e. -infinity), and the
- * row M(i-1, .) lives in global scratch as words interleaved by sequence,
- * so one warp reads 128 contiguous bytes per word.  The diagonal move
- * M(i-1,k-1) -> M(i,k) shifts the previous row's word by one node, taking
- * the last node of the word before.
- *
- * HMMER first tries its SSV shortcut (ssvfilter.c), which returns the same
- * score whenever it returns one; computing the full MSV recurrence therefore
- * gives HMMER's result.
+ * read per sequence.  HMMER first tries its SSV shortcut (ssvfilter.c),
+ * which returns the same score whenever it returns one; computing the MSV
+ * recurrence therefore gives HMMER's result.
  */
 #include "hmmcascade.h"
 
-__kernel void msv_filter(
-    __global const uchar *dsq,        /* interleaved residues [i * n_seq + s]             */
+#define TILE 32
+#define CSTRIDE2 17         /* local cost rows: 17 int2 (34 words) apart, 8-byte aligned pairs */
+#define CROWS 32            /* residue codes 0..28, 29..31 = padding past a sequence's end */
+#define PAD_COST (-4096)    /* "cost" of padding rows and nodes: never the maximum */
+
+__kernel void msv_tiled(
+    __global const uint  *dsq4,       /* grouped: 4 residues per word (see DeviceBatch), 31 past L */
+    __global const long  *grp_base,   /* [work-group] first word of its group              */
+    const long grp_words,             /* words per model of the batch (scratch stride)     */
     __global const int   *seq_len,    /* [n_seq] residues                                 */
     __global const uchar *seq_tjb,    /* [n_seq] tjb_b for the sequence's length          */
     const int n_seq,
@@ -45,14 +67,107 @@ __kernel void msv_filter(
     __global const int   *model_M,    /* [n_models] nodes                                 */
     __global const uchar4 *params,    /* [n_models] tbm_b, tec_b, base_b, bias_b          */
     const int model0,                 /* model of launch row 0                            */
-    __global const long  *row_off,    /* [launch models] scratch start / n_seq, in words  */
-    __global uchar4 *row,             /* scratch: M(i-1, 4q+1..4q+4) at [(off + q) * n_seq + s] */
-    __global short *out_xj)           /* [(m - model0) * n_seq + s]: J(L) or -1           */
+    __global const float *thr_model,  /* [n_models] } a pair whose J(L) is below          */
+    __global const float *thr_seq,    /* [n_seq]    } thr_model[m] + thr_seq[s] cannot pass */
+    __global uint *bnd,               /* scratch [mi * grp_words + grouped word]          */
+    __global short *out_xj)           /* [(m - model0) * n_seq + s]: J(L); -2 = rerun; -3 = below */
 {
-    const int s  = get_global_id(0);
+    __local int2 cl[CROWS * CSTRIDE2];
+    /* work-groups of long sequences first (the batch is sorted shortest first), so
+     * that short ones fill the machine at the end of a launch */
+    const int grp = (int) get_num_groups(0) - 1 - (int) get_group_id(0);
+    const int lid = (int) get_local_id(0), lsz = (int) get_local_size(0);
+    const int s  = grp * lsz + lid;
     const int mi = get_global_id(1);
-    if (s >= n_seq) return;
     const int m = model0 + mi;
+    const int M = model_M[m];
+    const int Q = (M + 3) / 4;
+    const int ntile = (M + TILE - 1) / TILE;
+    const int live = s < n_seq;
+    const int L = live ? seq_len[s] : 0;
+    const uchar4 p = params[m];
+    const int bias = p.w;
+    const uchar tjbm = live ? (uchar) (seq_tjb[s] + p.x) : (uchar) 0;
+    const int xB = (int) sub_sat(p.z, tjbm);
+    __global const uchar4 *cost_m = cost + cost_off[m];
+    __global uint *bw = bnd + mi * grp_words + grp_base[grp] + lid;
+    __global const uint *dw = dsq4 + grp_base[grp] + lid;
+    int g = 0;
+
+    for (int t = 0; t < ntile; t++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = lid; e < CROWS * (TILE / 4); e += lsz) {
+            const int x = e / (TILE / 4), w = e % (TILE / 4), q = t * (TILE / 4) + w;
+            int4 c = (int4) (PAD_COST);
+            if (x < KP && q < Q) {
+                const uchar4 cw = cost_m[x * Q + q];
+                c = (int4) (bias) - convert_int4(cw);
+                if (4 * q + 1 > M) c.x = PAD_COST;
+                if (4 * q + 2 > M) c.y = PAD_COST;
+                if (4 * q + 3 > M) c.z = PAD_COST;
+                if (4 * q + 4 > M) c.w = PAD_COST;
+            }
+            __local int2 *dst = cl + x * CSTRIDE2 + 2 * w;
+            dst[0] = c.xy; dst[1] = c.zw;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!live) continue;
+        int r[TILE];
+#pragma unroll
+        for (int k = 0; k < TILE; k++) r[k] = xB;  /* U(0,k) = max(-infinity, B0) */
+        int carry = xB;                             /* previous tile's U(i-1, k0-1) */
+        const int last = (t + 1 == ntile);
+        for (int w4 = 0; 4 * w4 < L; w4++) {
+            const uint res = dw[w4 * lsz];
+            const uint bin = t ? bw[w4 * lsz] : 0u;
+            uint bout = 0u;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                __local const int2 *c = cl + (int) ((res >> (8 * j)) & 0xffu) * CSTRIDE2;
+#pragma unroll
+                for (int k2 = TILE / 2 - 1; k2 >= 0; k2--) {
+                    const int2 cc = c[k2];
+                    r[2 * k2 + 1] = max(r[2 * k2] + cc.y, xB);
+                    r[2 * k2] = max((k2 ? r[2 * k2 - 1] : carry) + cc.x, xB);
+                    g = max(g, max(r[2 * k2 + 1], r[2 * k2]));
+                }
+                carry = max((int) ((bin >> (8 * j)) & 0xffu), xB);
+                bout |= (uint) min(r[TILE - 1], 255) << (8 * j);
+            }
+            if (!last) bw[w4 * lsz] = bout;
+        }
+    }
+    if (!live) return;
+    /* g > base + tec: B was not constant after all (or bytes could saturate): rerun exactly */
+    /* g is the largest U = max(M, B0) cell.  Rerun exactly when B was not constant after
+     * all (some M > base + tec; also when bytes could saturate), or when g = B0: then no M
+     * cell exceeded B0 and the largest M is not known here (practically never happens). */
+    const int rerun = g > (int) p.z + (int) p.y || bias > 61 || g <= xB;
+    const int xj = max(g - (int) p.y, 0);
+    /* the host's conservative MSV prefilter (see cascade._msv_thresholds), done here so that
+     * only candidates need the exact P-value test */
+    const int below = (float) xj < thr_model[m] + thr_seq[s];
+    out_xj[(long) mi * n_seq + s] = (short) (rerun ? -2 : (below ? -3 : xj));
+}
+
+__kernel void msv_exact(
+    __global const uchar *dsq,        /* packed residues [seq_off[s] + i]                 */
+    __global const long  *seq_off,
+    __global const int   *seq_len,
+    __global const uchar *seq_tjb,
+    __global const int   *pair_seq,   /* [n_pairs] sequence of the batch                  */
+    __global const int   *pair_model, /* [n_pairs] model                                  */
+    const int n_pairs,
+    __global const uchar4 *cost,
+    __global const long  *cost_off,
+    __global const int   *model_M,
+    __global const uchar4 *params,
+    __global uchar4 *row,             /* scratch: M(i-1, 4q+1..4q+4) at [q * n_pairs + pair] */
+    __global short *out_xj)           /* [n_pairs]: J(L) or -1 (overflow)                 */
+{
+    const int pi = get_global_id(0);
+    if (pi >= n_pairs) return;
+    const int s = pair_seq[pi], m = pair_model[pi];
     const int Q = (model_M[m] + 3) / 4;
     const int L = seq_len[s];
     const uchar4 p = params[m];
@@ -60,29 +175,29 @@ __kernel void msv_filter(
     const uchar4 bias = (uchar4) (p.w);
     const uchar tjbm = (uchar) (seq_tjb[s] + p.x);
     __global const uchar4 *cost_m = cost + cost_off[m];
-    __global uchar4 *r = row + row_off[mi] * (long) n_seq + s;
+    __global uchar4 *r = row + pi;
 
-    for (int q = 0; q < Q; q++) r[(long) q * n_seq] = (uchar4) (0);
+    for (int q = 0; q < Q; q++) r[(long) q * n_pairs] = (uchar4) (0);
 
     uchar xJ = 0;
     uchar xB = sub_sat(base, tjbm);
     for (int i = 0; i < L; i++) {
-        __global const uchar4 *c = cost_m + (int) dsq[(long) i * n_seq + s] * Q;
+        __global const uchar4 *c = cost_m + (int) dsq[seq_off[s] + i] * Q;
         const uchar4 xBv = (uchar4) (xB);
         uchar4 xEv = (uchar4) (0);
         uchar carry = 0;                     /* M(i-1, 4q): -infinity before node 1 */
         for (int q = 0; q < Q; q++) {
-            const uchar4 old = r[(long) q * n_seq];
+            const uchar4 old = r[(long) q * n_pairs];
             const uchar4 mpv = (uchar4) (carry, old.x, old.y, old.z);
             carry = old.w;
             const uchar4 sv = sub_sat(add_sat(max(mpv, xBv), bias), c[q]);
             xEv = max(xEv, sv);
-            r[(long) q * n_seq] = sv;
+            r[(long) q * n_pairs] = sv;
         }
         const uchar xE = max(max(xEv.x, xEv.y), max(xEv.z, xEv.w));
-        if (add_sat(xE, p.w) == 255) { out_xj[(long) mi * n_seq + s] = -1; return; }
+        if (add_sat(xE, p.w) == 255) { out_xj[pi] = -1; return; }
         xJ = max(xJ, sub_sat(xE, tec));
         xB = sub_sat(max(base, xJ), tjbm);
     }
-    out_xj[(long) mi * n_seq + s] = xJ;
+    out_xj[pi] = xJ;
 }

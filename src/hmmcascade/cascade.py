@@ -116,9 +116,11 @@ class StageStats:
                                                     "domains": 0.0})
     host_s: float = 0.0
     wall_s: float = 0.0
+    msv_reruns: int = 0  #: pairs the tiled MSV kernel handed to the exact one
+    msv_rerun_s: float = 0.0  #: kernel time of those reruns (part of kernel_s["msv"])
 
     def add(self, other: "StageStats") -> None:
-        for name in ("past_msv", "past_bias", "past_vit", "past_fwd"):
+        for name in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns", "msv_rerun_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for d in ("cells", "pairs", "kernel_s"):
             for k, v in getattr(other, d).items():
@@ -202,14 +204,16 @@ class Cascade:
         L = seqs.lengths.astype(np.int64)
         ev = db.evparams.astype(np.float64)
         ps, pm, usc_all = [], [], []
+        r0, rs0 = self.msv.reruns, self.msv.rerun_s
+        thr_model, thr_seq = _msv_thresholds(lp, db, th.F1)
         host = time.perf_counter() - t0
-        for lo, hi in self.msv.model_groups(len(seqs)):
-            xj, sec = self.msv(batch, lo, hi)
+        for lo, hi in self.msv.model_groups(batch.grp_words):
+            xj, sec = self.msv(batch, lo, hi, thr_model, thr_seq)
             t1 = time.perf_counter()
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
-            mi, si = _msv_candidates(xj, lo, hi, lp, db, th.F1)
+            mi, si = np.nonzero(xj != -3)  # -3: below the conservative prefilter threshold
             usc = stats.msv_nats(xj[mi, si], lp.tjb_u8[si], db.msv_params_u8[mi + lo, 2], db.scale_b)
             P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), ev[mi + lo, 0], ev[mi + lo, 1])
             keep = ~(P > th.F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
@@ -218,6 +222,7 @@ class Cascade:
             usc_all.append(usc[keep])
             host += time.perf_counter() - t1
         t1 = time.perf_counter()
+        st.msv_reruns, st.msv_rerun_s = self.msv.reruns - r0, self.msv.rerun_s - rs0
         seq_i = np.concatenate(ps).astype(np.int32)
         mod_i = np.concatenate(pm).astype(np.int32)
         usc = np.concatenate(usc_all).astype(np.float32)
@@ -279,22 +284,22 @@ class Cascade:
         return out, st
 
 
-def _msv_candidates(xj: np.ndarray, lo: int, hi: int, lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
-    """(model row, sequence) of pairs that may pass the MSV filter, by one integer-scale comparison.
+def _msv_thresholds(lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
+    """Per-model and per-sequence float32 terms of a conservative MSV prefilter in J(L) units.
 
     P <= F1 needs a bit score of at least mu - ln(-ln(1 - F1)) / lambda; in J(L) units that is
-    tjb_b + base_b + scale_b * (3 + nullsc + ln2 * bits).  With a margin of ``margin_bits`` this
-    keeps every pair that passes (the exact float/double test follows on the candidates only) and
-    drops the ~95% that cannot, without the P-value arithmetic on every pair.
+    tjb_b + base_b + scale_b * (3 + nullsc + ln2 * bits).  The MSV kernel drops a pair whose
+    J(L) is below ``thr_model[m] + thr_seq[s]``: with a margin of ``margin_bits`` (far above the
+    float32 rounding of the sum) this keeps every pair that passes — the exact float/double
+    P-value test follows on the candidates only — and drops the ~95% that cannot.
     """
     if F1 >= 1.0:
-        return np.nonzero(np.ones(xj.shape, dtype=bool))
-    ev = db.evparams[lo:hi].astype(np.float64)
+        return (np.full(len(db), -np.inf, dtype=np.float32), np.zeros(len(lp.tjb_u8), dtype=np.float32))
+    ev = db.evparams.astype(np.float64)
     thr_bits = ev[:, 0] - np.log(-np.log1p(-F1)) / ev[:, 1]
-    per_model = db.msv_params_u8[lo:hi, 2].astype(np.float64) + db.scale_b * stats.LOG2 * (thr_bits - margin_bits)
+    per_model = db.msv_params_u8[:, 2].astype(np.float64) + db.scale_b * stats.LOG2 * (thr_bits - margin_bits)
     per_seq = lp.tjb_u8.astype(np.float64) + db.scale_b * (3.0 + lp.nullsc_nats.astype(np.float64))
-    need = (per_model[:, None] + per_seq[None, :]).astype(np.float32)
-    return np.nonzero((xj >= need) | (xj < 0))
+    return per_model.astype(np.float32), per_seq.astype(np.float32)
 
 
 def check_cutoffs(db: ProfileDB, cut: str) -> None:
@@ -307,7 +312,7 @@ def check_cutoffs(db: ProfileDB, cut: str) -> None:
 
 def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
            batch_cells: int | None = None, batch_seqs: int = 262144, progress=None,
-           scratch_bytes: int | None = None) -> SearchResult:
+           scratch_bytes: int | None = None, domains: bool = True) -> SearchResult:
     """Search every model of ``db`` against every sequence of ``seqs``.
 
     Arguments:
@@ -321,6 +326,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         progress: optional callable ``(residues_done, residues_total)``.
         scratch_bytes: device scratch budget per launch (default: half the
             largest allocation, at most 512 MiB).
+        domains: False stops after the Forward filter (filter benchmarks): no
+            domain definition, so no hits are reported.
 
     Returns:
         SearchResult: reportable hits, per-stage statistics, Z.
@@ -339,7 +346,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     done = 0
     for lo, hi in _batches(seqs.lengths[order], batch_cells, batch_seqs):
         index = order[lo:hi]
-        out, st = cascade.run_batch(seqs.subset(index), th)
+        out, st = cascade.run_batch(seqs.subset(index), th, domains=domains)
         total.add(st)
         records.extend(make_hits(db, seqs, index, out, th, Z))
         done += int(seqs.lengths[index].sum())

@@ -86,7 +86,9 @@ class DeviceBatch:
 
     seqs: SequenceSet
     params: LengthParams
-    dsq_interleaved: object
+    dsq_grouped4: object
+    grp_base: object
+    grp_words: int
     dsq_packed: object
     seq_off: object
     seq_len: object
@@ -100,16 +102,27 @@ class DeviceBatch:
         n = len(seqs)
         if n and np.any(np.diff(seqs.lengths) < 0):
             raise ValueError("a device batch must be sorted by length")
-        Lmax = int(seqs.lengths.max()) if n else 0
-        inter = np.zeros((max(Lmax, 1), max(n, 1)), dtype=np.uint8)
+        # msv_tiled's layout: groups of LOCAL_SIZE sequences (one work-group); word w of lane l
+        # of group g at grp_base[g] + w * LOCAL_SIZE + l holds residues 4w..4w+3 (code 31 past
+        # the end), so a warp reads contiguous words and padding is only up to the group's longest.
+        ng = max(1, (n + LOCAL_SIZE - 1) // LOCAL_SIZE)
+        glen = np.zeros(ng * LOCAL_SIZE, dtype=np.int64)
+        glen[:n] = seqs.lengths
+        gwords = (glen.reshape(ng, LOCAL_SIZE).max(axis=1) + 3) // 4
+        grp_base = np.concatenate([[0], np.cumsum(gwords * LOCAL_SIZE)]).astype(np.int64)
+        grouped = np.full(max(int(grp_base[-1]) * 4, 4), 31, dtype=np.uint8)
         column = np.repeat(np.arange(n), seqs.lengths)
         position = np.arange(len(column), dtype=np.int64) - np.repeat(seqs.offsets, seqs.lengths)
-        inter[position, column] = seqs.residues[np.repeat(seqs.offsets, seqs.lengths) + position]
+        g, lane = column // LOCAL_SIZE, column % LOCAL_SIZE
+        word = grp_base[g] + (position // 4) * LOCAL_SIZE + lane
+        grouped[word * 4 + position % 4] = seqs.residues[np.repeat(seqs.offsets, seqs.lengths) + position]
         xf = np.stack([params.xf_move_f32, params.xf_loop_f32], axis=1).astype(np.float32)
         return cls(
             seqs=seqs,
             params=params,
-            dsq_interleaved=dev.to_device(inter),
+            dsq_grouped4=dev.to_device(grouped.view(np.uint32)),
+            grp_base=dev.to_device(grp_base[:-1].copy()),
+            grp_words=int(grp_base[-1]),
             dsq_packed=dev.to_device(seqs.residues),
             seq_off=dev.to_device(seqs.offsets.astype(np.int64)),
             seq_len=dev.to_device(seqs.lengths.astype(np.int32)),
@@ -121,45 +134,100 @@ class DeviceBatch:
 
 
 class MsvFilter:
-    """``msv_filter``: every sequence of a batch against a range of models."""
+    """MSV scores of every sequence of a batch against a range of models.
 
-    def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int):
+    ``msv_tiled`` computes all pairs under the assumption that the B state stays
+    constant (true for >99% of pairs; exact whenever it holds, and the kernel
+    detects when it does not); ``msv_exact`` reruns the others, HMMER's way.
+    """
+
+    def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int, path: str | None = None):
         self.dev, self.models = dev, models
-        self.kernel = dev.kernel("msv", "msv_filter")
+        #: "tiled" (GPUs) or "exact" (every pair with msv_exact: CPU OpenCL runs the tiled
+        #: kernel's private rows and local-memory gathers poorly, the exact one several times faster)
+        self.path = path or ("tiled" if dev.is_gpu else "exact")
+        if self.path not in ("tiled", "exact"):
+            raise ValueError(f"unknown MSV path {self.path!r}")
+        self.kernel = dev.kernel("msv", "msv_tiled")
+        self.exact = dev.kernel("msv", "msv_exact")
         self.scratch_bytes = int(scratch_bytes)
+        self.reruns = 0  #: pairs recomputed by msv_exact so far
+        self.rerun_s = 0.0  #: their kernel time
 
-    def model_groups(self, n_seq: int):
-        """Consecutive model ranges whose rows (sum of 4-node words x 4 x n_seq bytes) fit the scratch budget."""
-        words = self.models.node_words
-        start, used = 0, 0
-        for m in range(len(words)):
-            need = int(words[m]) * 4 * n_seq
-            if m > start and used + need > self.scratch_bytes:
-                yield start, m
-                start, used = m, 0
-            used += need
-        if start < len(words):
-            yield start, len(words)
+    def model_groups(self, words_per_model: int):
+        """Consecutive model ranges whose msv_tiled scratch (one byte per residue per model,
+        ``words_per_model`` words: a batch's ``grp_words``) fits the budget."""
+        per = max(1, self.scratch_bytes // max(4 * int(words_per_model), 1))
+        for lo in range(0, len(self.models.node_words), per):
+            yield lo, min(lo + per, len(self.models.node_words))
 
-    def __call__(self, batch: DeviceBatch, model_lo: int, model_hi: int) -> tuple[np.ndarray, float]:
-        """J(L) per (model, sequence) as int16 ``[model_hi - model_lo, n_seq]`` (-1 = overflow)."""
+    def __call__(self, batch: DeviceBatch, model_lo: int, model_hi: int, thr_model: np.ndarray | None = None,
+                 thr_seq: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """J(L) per (model, sequence) as int16 ``[model_hi - model_lo, n_seq]`` (-1 = overflow).
+
+        With ``thr_model`` (float32 per model of the database) and ``thr_seq`` (float32 per
+        sequence), a pair whose J(L) is below ``thr_model[m] + thr_seq[s]`` (float32 sum) gets -3
+        instead of its score."""
         n_seq = len(batch.seqs)
         n_mod = model_hi - model_lo
         if n_seq == 0 or n_mod <= 0:
             return np.zeros((max(n_mod, 0), n_seq), dtype=np.int16), 0.0
-        words = self.models.node_words[model_lo:model_hi]
-        row_off = np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64)
-        row = self.dev.scratch(int(words.sum()) * 4 * n_seq)
+        if thr_model is None or thr_seq is None:
+            thr_model = np.full(len(self.models.node_words), -np.inf, dtype=np.float32)
+            thr_seq = np.zeros(n_seq, dtype=np.float32)
+        thr_model = np.asarray(thr_model, dtype=np.float32)
+        thr_seq = np.asarray(thr_seq, dtype=np.float32)
+        if self.path == "exact":
+            mi, si = np.divmod(np.arange(n_mod * n_seq), n_seq)
+            res, sec = self._exact(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
+            res = res.reshape(n_mod, n_seq)
+            below = (res >= 0) & (res.astype(np.float32) < thr_model[model_lo:model_hi, None] + thr_seq[None, :])
+            res[below] = -3
+            return res, sec
+        bnd = self.dev.scratch(n_mod * batch.grp_words * 4)
         out = self.dev.scratch(n_mod * n_seq * 2)
+        m = self.models
         gsize = (_round_up(n_seq, LOCAL_SIZE), n_mod)
         ev = self.kernel(
             self.dev.queue, gsize, (LOCAL_SIZE, 1),
-            batch.dsq_interleaved, batch.seq_len, batch.seq_tjb, np.int32(n_seq),
-            self.models.msv_cost, self.models.word_emis_off, self.models.model_M, self.models.msv_params,
-            np.int32(model_lo), self.dev.to_device(row_off), row, out,
+            batch.dsq_grouped4, batch.grp_base, np.int64(batch.grp_words), batch.seq_len, batch.seq_tjb,
+            np.int32(n_seq), m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, np.int32(model_lo),
+            self.dev.to_device(thr_model), self.dev.to_device(thr_seq), bnd, out,
         )
         xj = self.dev.from_device(out, np.int16, n_mod * n_seq).reshape(n_mod, n_seq)
-        return xj, _event_seconds([ev])
+        seconds = _event_seconds([ev])
+        mi, si = np.nonzero(xj == -2)
+        if len(mi):
+            self.reruns += len(mi)
+            res, sec = self._exact(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
+            xj[mi, si] = res
+            seconds += sec
+            self.rerun_s += sec
+        return xj, seconds
+
+    def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
+        """msv_exact on a list of pairs, in chunks whose rows fit the scratch budget."""
+        n_seq = len(batch.seqs)
+        words = self.models.node_words[pair_model].astype(np.int64)
+        out = np.empty(len(pair_seq), dtype=np.int16)
+        seconds, start = 0.0, 0
+        m = self.models
+        step = max(1, self.scratch_bytes // (4 * int(words.max())))
+        while start < len(pair_seq):
+            end = min(len(pair_seq), start + step)
+            n = end - start
+            row = self.dev.scratch(int(words[start:end].max()) * 4 * n)
+            res = self.dev.scratch(2 * n)
+            ev = self.exact(
+                self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb,
+                self.dev.to_device(pair_seq[start:end]), self.dev.to_device(pair_model[start:end]), np.int32(n),
+                m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, row, res,
+            )
+            out[start:end] = self.dev.from_device(res, np.int16, n)
+            seconds += _event_seconds([ev])
+            start = end
+        return out, seconds
 
 
 class _PairKernel:
