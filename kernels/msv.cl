@@ -201,3 +201,105 @@ __kernel void msv_exact(
     }
     out_xj[pi] = xJ;
 }
+
+/* msv_exact_wg: the exact recurrence for a list of pairs, one work-group of 32 work-items
+ * (one NVIDIA warp) per pair.  The row lives in local memory (two rows, four nodes per uchar4
+ * word, word q handled by work-item q mod 32), so a row costs ceil(M/128) word updates per
+ * work-item plus one reduction of E across the group.  Used for the pairs msv_tiled hands back
+ * (the high scorers); models over 4 * MSV_WG_QMAX nodes go to msv_exact.
+ *
+ * The reduction: redux.sync (sm_80+) or five butterfly shuffles through inline PTX on NVIDIA;
+ * elsewhere local memory and barriers (portable). */
+#define MSV_WG 32
+#define MSV_WG_QMAX 1024
+
+inline uint group_max_u32(uint v, __local uint *red)
+{
+#if defined(HMMC_PTX_REDUX)
+    uint r;
+    asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+    return r;
+#elif defined(HMMC_PTX_SHFL)
+    for (int d = 16; d > 0; d >>= 1) {
+        uint o;
+        asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(o) : "r"(v), "r"(d));
+        v = max(v, o);
+    }
+    return v;
+#else
+    const int lane = (int) get_local_id(0);
+    red[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0) {
+        uint mx = red[0];
+        for (int k = 1; k < MSV_WG; k++) mx = max(mx, red[k]);
+        red[0] = mx;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(MSV_WG, 1, 1)))
+void msv_exact_wg(
+    __global const uchar *dsq,        /* packed residues [seq_off[s] + i]                 */
+    __global const long  *seq_off,
+    __global const int   *seq_len,
+    __global const uchar *seq_tjb,
+    __global const int   *pair_seq,   /* [n_pairs] sequence of the batch                  */
+    __global const int   *pair_model, /* [n_pairs] model (M <= 4 * MSV_WG_QMAX)           */
+    const int n_pairs,
+    __global const uchar4 *cost,
+    __global const long  *cost_off,
+    __global const int   *model_M,
+    __global const uchar4 *params,
+    __global short *out_xj)           /* [n_pairs]: J(L) or -1 (overflow)                 */
+{
+    __local uchar4 rows[2 * MSV_WG_QMAX];
+    __local uint red[MSV_WG];
+    const int pi = (int) get_group_id(0);
+    const int lane = (int) get_local_id(0);
+    if (pi >= n_pairs) return;                     /* uniform over the group */
+    const int s = pair_seq[pi], m = pair_model[pi];
+    const int Q = (model_M[m] + 3) / 4;
+    const int L = seq_len[s];
+    const uchar4 p = params[m];
+    const uchar tec = p.y, base = p.z;
+    const uchar4 bias = (uchar4) (p.w);
+    const uchar tjbm = (uchar) (seq_tjb[s] + p.x);
+    __global const uchar4 *cost_m = cost + cost_off[m];
+    __global const uchar *d = dsq + seq_off[s];
+
+    for (int q = lane; q < Q; q += MSV_WG) rows[q] = (uchar4) (0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uchar xJ = 0;
+    uchar xB = sub_sat(base, tjbm);
+    int cur = 0;
+    for (int i = 0; i < L; i++) {
+        __global const uchar4 *c = cost_m + (int) d[i] * Q;
+        __local const uchar4 *prv = rows + cur * MSV_WG_QMAX;
+        __local uchar4 *nxt = rows + (cur ^ 1) * MSV_WG_QMAX;
+        const uchar4 xBv = (uchar4) (xB);
+        uchar4 xEv = (uchar4) (0);
+        for (int q = lane; q < Q; q += MSV_WG) {
+            const uchar4 old = prv[q];
+            const uchar carry = q ? prv[q - 1].w : (uchar) 0;   /* M(i-1, 4q): -inf before node 1 */
+            const uchar4 mpv = (uchar4) (carry, old.x, old.y, old.z);
+            const uchar4 sv = sub_sat(add_sat(max(mpv, xBv), bias), c[q]);
+            xEv = max(xEv, sv);
+            nxt[q] = sv;
+        }
+        const uchar xE = (uchar) group_max_u32((uint) max(max(xEv.x, xEv.y), max(xEv.z, xEv.w)), red);
+        barrier(CLK_LOCAL_MEM_FENCE);              /* row i complete before row i+1 reads it */
+        if (add_sat(xE, p.w) == 255) {
+            if (lane == 0) out_xj[pi] = -1;
+            return;                                /* uniform: xE is the group's */
+        }
+        xJ = max(xJ, sub_sat(xE, tec));
+        xB = sub_sat(max(base, xJ), tjbm);
+        cur ^= 1;
+    }
+    if (lane == 0) out_xj[pi] = xJ;
+}

@@ -107,3 +107,14 @@ def test_exact_path_equals_tiled(msv_sample, msv_run):
     exact = filters.MsvFilter(msv.dev, msv.models, 256 << 20, path="exact")
     got, _ = exact(batch, 0, len(msv_sample.db))
     np.testing.assert_array_equal(got, xj)
+
+
+def test_group_kernel_equals_exact(msv_sample, msv_run):
+    """msv_exact_wg (a work-group per pair, used for the tiled kernel's reruns) gives msv_exact's words
+    on every pair, overflows included; models too long for its local rows take msv_exact."""
+    msv, batch, xj, _ = msv_run
+    n_mod, n_seq = xj.shape
+    mi, si = np.divmod(np.arange(n_mod * n_seq), n_seq)
+    got, _ = msv._exact_groups(batch, si.astype(np.int32), mi.astype(np.int32))
+    np.testing.assert_array_equal(got.reshape(n_mod, n_seq), xj)
+    assert (xj == -1).any()

@@ -142,12 +142,28 @@ class Device:
         options = ["-cl-std=CL1.2"]
         if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # IEEE float division, as HMMER's C
+        options += self.ptx_options()
         try:
             prg = cl.Program(self.ctx, src).build(options=options)
         except cl.RuntimeError as exc:
             raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
         cache[name] = prg
         return prg
+
+    def ptx_options(self) -> list[str]:
+        """Build macros enabling inline PTX on NVIDIA devices (``HMMCASCADE_NO_PTX=1``: portable code).
+
+        HMMC_PTX_SHFL: warp shuffles (shfl.sync, sm_30+ with PTX 6); HMMC_PTX_REDUX: also
+        redux.sync (sm_80+)."""
+        if os.environ.get("HMMCASCADE_NO_PTX") or "NVIDIA" not in self.device.platform.name.upper():
+            return []
+        try:
+            major = int(self.device.compute_capability_major_nv)
+        except Exception:  # noqa: BLE001 - attribute query unsupported: no PTX
+            return []
+        if major >= 8:
+            return ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1"]
+        return ["-DHMMC_PTX_SHFL=1"] if major >= 7 else []
 
     def kernel(self, program: str, name: str):
         """The kernel ``name`` of ``kernels/<program>.cl``, retrieved once per device."""

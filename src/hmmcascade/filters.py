@@ -22,6 +22,8 @@ __all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFil
 
 #: Work-items per work-group along the sequence axis.
 LOCAL_SIZE = 64
+#: msv_exact_wg: work-items per pair, and the longest model (in 4-node words) its local rows hold.
+MSV_WG, MSV_WG_QMAX = 32, 1024
 
 
 def _round_up(n: int, m: int) -> int:
@@ -150,6 +152,7 @@ class MsvFilter:
             raise ValueError(f"unknown MSV path {self.path!r}")
         self.kernel = dev.kernel("msv", "msv_tiled")
         self.exact = dev.kernel("msv", "msv_exact")
+        self.exact_wg = dev.kernel("msv", "msv_exact_wg")
         self.scratch_bytes = int(scratch_bytes)
         self.reruns = 0  #: pairs recomputed by msv_exact so far
         self.rerun_s = 0.0  #: their kernel time
@@ -199,11 +202,33 @@ class MsvFilter:
         mi, si = np.nonzero(xj == -2)
         if len(mi):
             self.reruns += len(mi)
-            res, sec = self._exact(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
+            res, sec = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
             xj[mi, si] = res
             seconds += sec
             self.rerun_s += sec
         return xj, seconds
+
+    def _exact_groups(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
+        """msv_exact_wg (a work-group per pair) on a list of pairs; models too long for its
+        local rows go to msv_exact."""
+        out = np.empty(len(pair_seq), dtype=np.int16)
+        small = self.models.node_words[pair_model] <= MSV_WG_QMAX
+        seconds = 0.0
+        if (~small).any():
+            out[~small], seconds = self._exact(batch, pair_seq[~small], pair_model[~small])
+        n = int(small.sum())
+        if n:
+            m = self.models
+            res = self.dev.scratch(2 * n)
+            ev = self.exact_wg(
+                self.dev.queue, (n * MSV_WG,), (MSV_WG,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb,
+                self.dev.to_device(pair_seq[small]), self.dev.to_device(pair_model[small]), np.int32(n),
+                m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, res,
+            )
+            out[small] = self.dev.from_device(res, np.int16, n)
+            seconds += _event_seconds([ev])
+        return out, seconds
 
     def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
         """msv_exact on a list of pairs, in chunks whose rows fit the scratch budget."""
