@@ -112,12 +112,18 @@ class DeviceBatch:
         glen[:n] = seqs.lengths
         gwords = (glen.reshape(ng, LOCAL_SIZE).max(axis=1) + 3) // 4
         grp_base = np.concatenate([[0], np.cumsum(gwords * LOCAL_SIZE)]).astype(np.int64)
+        if n and not (seqs.offsets[0] == 0 and np.array_equal(seqs.offsets[1:], np.cumsum(seqs.lengths[:-1]))):
+            seqs = seqs.subset(np.arange(n))  # the copy below needs residues packed in order
         grouped = np.full(max(int(grp_base[-1]) * 4, 4), 31, dtype=np.uint8)
-        column = np.repeat(np.arange(n), seqs.lengths)
-        position = np.arange(len(column), dtype=np.int64) - np.repeat(seqs.offsets, seqs.lengths)
-        g, lane = column // LOCAL_SIZE, column % LOCAL_SIZE
-        word = grp_base[g] + (position // 4) * LOCAL_SIZE + lane
-        grouped[word * 4 + position % 4] = seqs.residues[np.repeat(seqs.offsets, seqs.lengths) + position]
+        for g in range(ng if n else 0):  # per group: [lane, position] -> [word, lane, 4 bytes]
+            lo, hi = g * LOCAL_SIZE, min(n, (g + 1) * LOCAL_SIZE)
+            W = 4 * int(gwords[g])
+            block = np.full((LOCAL_SIZE, W), 31, dtype=np.uint8)
+            lens = seqs.lengths[lo:hi]
+            end = int(seqs.offsets[hi - 1]) + int(lens[-1])
+            block[:hi - lo][np.arange(W)[None, :] < lens[:, None]] = seqs.residues[int(seqs.offsets[lo]): end]
+            grouped[4 * int(grp_base[g]): 4 * int(grp_base[g + 1])] = \
+                block.reshape(LOCAL_SIZE, W // 4, 4).transpose(1, 0, 2).ravel()
         xf = np.stack([params.xf_move_f32, params.xf_loop_f32], axis=1).astype(np.float32)
         return cls(
             seqs=seqs,

@@ -137,8 +137,9 @@ class SequenceSet:
         offsets = np.zeros(len(index), dtype=np.int64)
         if len(index):
             offsets[1:] = np.cumsum(lengths[:-1], dtype=np.int64)
-        within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(offsets, lengths)
-        residues = self.residues[np.repeat(self.offsets[index], lengths) + within]
+        res, off = self.residues, self.offsets
+        residues = (np.concatenate([res[o: o + n] for o, n in zip(off[index].tolist(), lengths.tolist())])
+                    if len(index) else np.zeros(0, dtype=res.dtype))
         return SequenceSet(
             names=[self.names[i] for i in index],
             descriptions=[self.descriptions[i] for i in index],
