@@ -112,7 +112,13 @@ def main() -> int:
         print(f"  {k:8s} kernel {s.kernel_s[k]:8.3f}s  cells {s.cells[k]:.3e}  "
               f"{'-' if v is None else f'{v:.1f} GCUPS'}")
     print(f"  MSV reruns (exact kernel): {s.msv_reruns} pairs, {s.msv_rerun_s:.3f}s")
-    print(f"  host {s.host_s:.2f}s; pass rates {report['pass_rates']}", flush=True)
+    kern = sum(s.kernel_s.values())
+    report["breakdown_s"] = {"kernels": kern, "host": s.host_s,
+                             "transfers_and_other": max(t_ours - kern - s.host_s, 0.0)}
+    print(f"  time: kernels {kern:.2f}s, host (packing, P-values, selection, domain assembly) {s.host_s:.2f}s, "
+          f"transfers/launch/other {report['breakdown_s']['transfers_and_other']:.2f}s")
+    print(f"  pass counts MSV {s.past_msv} / bias {s.past_bias} / Viterbi {s.past_vit} / Forward {s.past_fwd}; "
+          f"rates {report['pass_rates']}", flush=True)
 
     if not args.skip_pyhmmer:
         import pyhmmer
