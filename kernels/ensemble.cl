@@ -1,0 +1,486 @@
+/* ensemble.cl: HMMER's region_trace_ensemble() (p7_domaindef.c) for multi-domain regions.
+ *
+ *   region_ensemble   One work-item per region: 200 stochastic tracebacks of
+ *                     the region's multihit Forward matrix (p7_StochasticTrace,
+ *                     impl_sse/stotrace.c), null2 by trace for each sampled
+ *                     domain (p7_Null2_ByTrace, impl_sse/null2.c) summed per
+ *                     residue, then single-linkage clustering of the sampled
+ *                     domains (p7_spensemble_Cluster, p7_spensemble.c) and
+ *                     removal of dominated clusters.
+ *
+ * This is a transcription of src/hmmcascade/ensemble.py, which reproduces
+ * HMMER bit for bit; every float32 and double operation below is the one
+ * that module performs, in the same order (the header turns FP_CONTRACT off:
+ * no fused multiply-add).  Where the Python module precomputes something
+ * (cut points per matrix row), the kernel computes the same value on demand:
+ * the numbers are identical, only when they are computed differs.
+ *
+ * Random numbers: Easel's fast generator, x <- 69069 x + 1 (mod 2^32), each
+ * draw x / 2^32 in double; the host passes the state right after
+ * esl_randomness_Init(seed) (HMMER reseeds to 42 for every region).
+ *
+ * Choices (esl_vec_FNorm + esl_rnd_FChoose): the float path weights are
+ * normalised with a Kahan float sum and float divisions (1/n each when the
+ * sum is 0); cut point c is (double cumulative sum up to c) / (double total
+ * sum); weight c is chosen by the first c with roll < cut point c.
+ *
+ * E's predecessor (select_e) is drawn in HMMER's striped memory order: for
+ * q = 0..Q-1, the M cells of nodes q+1, Q+q+1, 2Q+q+1, 3Q+q+1, then the D
+ * cells of the same nodes (Q = max(2, ceil(M/4)), nodes > M skipped), each
+ * weighted by cell * (float)(1.0 / E(i)), stopping where the running double
+ * sum passes the roll (walking the row again, the sum still growing, if it
+ * does not).
+ *
+ * Input per region: the Forward matrix as kernel `envelope` (domains.cl)
+ * writes it in mode 0, at fwd + fwd_off[r]:
+ *   cell (i, s, k) at F[(i * 3 + s) * W + (k - 1)], s = 0 M, 1 I, 2 D, W = 4 ceil(M/4);
+ *   specials after it: fx[i * 6 + {E N J B C SCALE}], rows i = 0..Lr.
+ * Model tables as domains.cl reads them (transition t of node k at
+ * tsc[((k-1)/4) * 32 + t * 4 + (k-1)%4], emission odds (x, k) at msc[x * W + k-1]);
+ * job_xfm[r] = (N move, N loop, E move, E loop) of the multihit model with the
+ * target's length (J and C take N's).
+ *
+ * Per-region workspace (ints, at work + work_off[r], 16-byte aligned), with
+ * S = job_segcap[r] segment pairs and H = max(Lr, M) + 1:
+ *   int4 seg[S]    sampled domains (i, j, k, m), in the order HMMER adds them
+ *   int  sidx[S]   their trace numbers
+ *   int  avail[S], stack[S], assign[S]     single linkage (Easel's b, a, assignments)
+ *   int2 runs[W + 1]   a domain's emitting nodes, (node, count) -> (node, float freq bits)
+ *   int  hist[H]   endpoint counts
+ *   int  sig[8 * env_cap]   significant clusters (i, j, k, m, prob bits, dominated, -, -)
+ * (`ensemble_work_ints` in hmmcascade/ensemble_gpu.py is the same formula.)
+ *
+ * Output per region: the mean null2 odds ratio of residues ireg..jreg at
+ * n2mean + n2_off[r] (float32, before HMMER's logf, which the host applies
+ * with the C library's logf, the function HMMER calls); envelopes (i, j) at
+ * env[r * env_cap ...]; status[r] = number of envelopes, or
+ *   STATUS_OVERFLOW (-1): a workspace capacity (segment pairs, significant
+ *       clusters, endpoint histogram, node runs, trace steps) was too small;
+ *   STATUS_ANOMALY (-2): a path the Python module would follow differently
+ *       (NaN or zero weights where it raises or wraps an index);
+ * in both cases the host recomputes the region with ensemble.py.
+ */
+#include "hmmcascade.h"
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+#define XE 0
+#define XN 1
+#define XJ 2
+#define XB 3
+#define XC 4
+#define XSCALE 5
+#define NX 6
+
+/* HMMER's p7T_ trace state codes */
+#define ST_M 1
+#define ST_D 2
+#define ST_I 3
+#define ST_S 4
+#define ST_N 5
+#define ST_B 6
+#define ST_E 7
+#define ST_C 8
+#define ST_T 9
+#define ST_J 10
+
+/* P7_DOMAINDEF defaults (p7_domaindef_Create) */
+#define MIN_OVERLAP 0.8f
+#define MAX_DIAGDIFF 4
+#define MIN_POSTERIOR 0.25f
+#define MIN_ENDPOINTP 0.02f
+
+#define STATUS_OVERFLOW (-1)
+#define STATUS_ANOMALY (-2)
+
+#define TR(tsc, k, t) ((tsc)[(((k) - 1) >> 2) * 32 + (t) * 4 + (((k) - 1) & 3)])
+
+/* esl_random() of Easel's fast (LCG) generator. */
+inline double rng_next(uint *x)
+{
+    *x = *x * 69069u + 1u;
+    return (double) (*x) * 2.3283064365386962890625e-10;   /* x / 2^32, exact */
+}
+
+/* Cut point of a choice between two weights: the first is chosen iff roll < cut. */
+inline double cut2(const float a, const float b)
+{
+    float total = 0.0f, comp = 0.0f, y, t;
+    y = a - comp; t = total + y; comp = (t - total) - y; total = t;
+    y = b - comp; t = total + y; comp = (t - total) - y; total = t;
+    float na = 0.5f, nb = 0.5f;
+    if (total != 0.0f) { na = a / total; nb = b / total; }
+    const double c0 = (double) na;
+    const double c1 = c0 + (double) nb;
+    return c0 / c1;
+}
+
+/* Choice among four weights: index 0..3. */
+inline int choose4(const float p0, const float p1, const float p2, const float p3, const double roll)
+{
+    float total = 0.0f, comp = 0.0f, y, t;
+    y = p0 - comp; t = total + y; comp = (t - total) - y; total = t;
+    y = p1 - comp; t = total + y; comp = (t - total) - y; total = t;
+    y = p2 - comp; t = total + y; comp = (t - total) - y; total = t;
+    y = p3 - comp; t = total + y; comp = (t - total) - y; total = t;
+    float n0 = 0.25f, n1 = 0.25f, n2 = 0.25f, n3 = 0.25f;
+    if (total != 0.0f) { n0 = p0 / total; n1 = p1 / total; n2 = p2 / total; n3 = p3 / total; }
+    const double c0 = (double) n0;
+    const double c1 = c0 + (double) n1;
+    const double c2 = c1 + (double) n2;
+    const double c3 = c2 + (double) n3;
+    if (roll < c0 / c3) return 0;
+    if (roll < c1 / c3) return 1;
+    if (roll < c2 / c3) return 2;
+    return 3;
+}
+
+/* select_e's draw: node k of the chosen M (k) or D (-k) cell of row i, weights cell * norm in
+ * HMMER's striped order, the running double sum compared with the roll (the row walked again while
+ * the sum has not passed it, as HMMER's while(1)).  0: no choice where the Python module would
+ * raise, or a NaN weight reached (numpy's search would then differ from the walk). */
+inline int select_e(__global const float *cm, __global const float *cd, const int M, const int Q,
+                    const float norm, const double roll)
+{
+    double total = 0.0;
+    for (int pass = 0; pass < 4; pass++) {
+        for (int q = 0; q < Q; q++) {
+            for (int dd = 0; dd < 2; dd++) {
+                __global const float *row = dd ? cd : cm;
+                for (int l = 0; l < 4; l++) {
+                    const int kk = l * Q + q + 1;
+                    if (kk > M) break;                /* padding cells hold 0: they cannot stop the walk */
+                    const double v = (double) (row[kk - 1] * norm);
+                    if (isnan(v)) return 0;
+                    total = total + v;
+                    if (roll < total) return dd ? -kk : kk;
+                }
+            }
+        }
+        if (!(total > 0.0)) return 0;
+    }
+    return 0;
+}
+
+/* p7_spensemble's link_spsamples with HMMER's defaults (overlap of the smaller span;
+ * the model overlap omits HMMER's +1).  The diagonal test goes first: it needs no division. */
+inline int linked(const int4 a, const int4 b)
+{
+    /* a, b = (i, j, k, m) */
+    if (!(abs((a.x - a.z) - (b.x - b.z)) <= MAX_DIAGDIFF || abs((a.y - a.w) - (b.y - b.w)) <= MAX_DIAGDIFF))
+        return 0;
+    int nov = min(a.y, b.y) - max(a.x, b.x) + 1;
+    int n = min(a.y - a.x + 1, b.y - b.x + 1);
+    if ((float) nov / (float) n < MIN_OVERLAP) return 0;
+    nov = min(a.w, b.w) - max(a.z, b.z);
+    n = min(a.w - a.z + 1, b.w - b.z + 1);
+    if ((float) nov / (float) n < MIN_OVERLAP) return 0;
+    return 1;
+}
+
+/* A significant cluster's endpoint: the leftmost (or rightmost) value of coordinate `which`
+ * (0 i, 1 j, 2 k, 3 m) reached by >= thresh of its pairs, else the most frequent (first maximum).
+ * Returns -1 if the histogram does not fit. */
+inline int endpoint(__global const int4 *seg, __global const int *assign, const int n, const int c,
+                    const int which, const int leftmost, const int thresh, __global int *hist, const int hcap)
+{
+    int lo = INT_MAX, hi = INT_MIN;
+    for (int p = 0; p < n; p++) {
+        if (assign[p] != c) continue;
+        const int4 s = seg[p];
+        const int v = which == 0 ? s.x : (which == 1 ? s.y : (which == 2 ? s.z : s.w));
+        lo = min(lo, v); hi = max(hi, v);
+    }
+    if (hi - lo + 1 > hcap) return -1;
+    for (int v = 0; v <= hi - lo; v++) hist[v] = 0;
+    for (int p = 0; p < n; p++) {
+        if (assign[p] != c) continue;
+        const int4 s = seg[p];
+        const int v = which == 0 ? s.x : (which == 1 ? s.y : (which == 2 ? s.z : s.w));
+        hist[v - lo]++;
+    }
+    if (leftmost) {
+        for (int v = 0; v <= hi - lo; v++) if (hist[v] >= thresh) return lo + v;
+    } else {
+        for (int v = hi - lo; v >= 0; v--) if (hist[v] >= thresh) return lo + v;
+    }
+    int best = 0;
+    for (int v = 1; v <= hi - lo; v++) if (hist[v] > hist[best]) best = v;
+    return lo + best;
+}
+
+/* Sum of freq * odds over the runs [a, b) (nodes increasing), starting from 0: one SSE lane of
+ * p7_Null2_ByTrace (nodes with count 0 add exact zeros there and are skipped here). */
+inline float lane_sum(__global const int2 *runs, const int a, const int b, __global const float *er)
+{
+    float s = 0.0f;
+    for (int r = a; r < b; r++) s = s + as_float(runs[r].y) * er[runs[r].x - 1];
+    return s;
+}
+
+__kernel void region_ensemble(
+    __global const uchar *dsq, __global const long *seq_off,
+    __global const int *job_seq, __global const int *job_model,
+    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
+    const int n_jobs, const int nsamples, const uint rng_init,
+    __global const float *msc, __global const long *msc_off,
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
+    __global const float *fwd, __global const long *fwd_off,
+    __global int *work, __global const long *work_off, __global const int *job_segcap,
+    __global float *n2mean, __global const long *n2_off,
+    __global int2 *env, const int env_cap, __global int *status)
+{
+    const int r = get_global_id(0);
+    if (r >= n_jobs) return;
+    const int m = job_model[r];
+    const int M = model_M[m];
+    const int W = (M + 3) / 4 * 4;
+    const int Q = max(2, (M - 1) / 4 + 1);
+    const int L = job_len[r];
+    const int ireg = job_i[r];
+    __global const uchar *x = dsq + seq_off[job_seq[r]] + (ireg - 1);   /* residue pos (1..L) at x[pos-1] */
+    __global const float *e = msc + msc_off[m] * 4;
+    __global const float *t = tsc + tsc_off[m] * 4;
+    const float4 xfm = job_xfm[r];
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    __global const float *F = fwd + fwd_off[r];
+    __global const float *fx = F + (long) (L + 1) * 3 * W;
+
+    const int segcap = job_segcap[r];
+    const int hcap = max(L, M) + 1;
+    __global int *w0 = work + work_off[r];
+    __global int4 *seg = (__global int4 *) w0;
+    __global int *sidx = w0 + 4 * segcap;
+    __global int *avail = sidx + segcap;
+    __global int *stack = avail + segcap;
+    __global int *assign = stack + segcap;
+    __global int2 *runs = (__global int2 *) (assign + segcap);
+    __global int *hist = (__global int *) (runs + (W + 1));
+    __global int *sig = hist + hcap;
+
+    for (int p = 0; p < L; p++) {
+        if (x[p] >= KP) { status[r] = STATUS_ANOMALY; return; }   /* not an Easel amino code */
+    }
+    __global float *n2 = n2mean + n2_off[r];
+    for (int p = 0; p < L; p++) n2[p] = 0.0f;
+
+    uint rng = rng_init;
+    int nseg = 0;
+    int st = 0;   /* 0, or the failure status */
+    const long maxsteps = (long) (L + 2) * (M + 6) + 16;
+
+    /* ---- 200 stochastic traces, each from T back to S */
+    for (int tr = 0; tr < nsamples && st == 0; tr++) {
+        const int tstart = nseg;
+        int i = L, k = 0, s0 = ST_C;
+        int hi = L;                                   /* residues hi+1..L have this trace's term */
+        int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0;
+        long steps = 0;
+        while (s0 != ST_S) {
+            if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
+            int s1;
+            if (s0 == ST_M) {                         /* M(i,k) <- B(i-1), M, I, D(i-1,k-1) */
+                if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
+                __global const float *prv = F + (long) (i - 1) * 3 * W;
+                const float pm = (k > 1) ? prv[k - 2] : 0.0f;
+                const float pi = (k > 1) ? prv[W + k - 2] : 0.0f;
+                const float pd = (k > 1) ? prv[2 * W + k - 2] : 0.0f;
+                const int c = choose4(fx[(i - 1) * NX + XB] * TR(t, k, T_BM), pm * TR(t, k, T_MM),
+                                      pi * TR(t, k, T_IM), pd * TR(t, k, T_DM), rng_next(&rng));
+                s1 = (c == 0) ? ST_B : ((c == 1) ? ST_M : ((c == 2) ? ST_I : ST_D));
+                k--; i--;
+            } else if (s0 == ST_D) {                  /* D(i,k) <- M(i,k-1), D(i,k-1) */
+                if (i < 0 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
+                __global const float *cur = F + (long) i * 3 * W;
+                float a = 0.0f, b = 0.0f;   /* node 1: no predecessor (Python: 0 * 0) */
+                if (k > 1) { a = cur[k - 2] * TR(t, k - 1, T_MD); b = cur[2 * W + k - 2] * TR(t, k - 1, T_DD); }
+                s1 = (rng_next(&rng) < cut2(a, b)) ? ST_M : ST_D;
+                k--;
+            } else if (s0 == ST_I) {                  /* I(i,k) <- M(i-1,k), I(i-1,k) */
+                if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
+                __global const float *prv = F + (long) (i - 1) * 3 * W;
+                const double cut = cut2(prv[k - 1] * TR(t, k, T_MI), prv[W + k - 1] * TR(t, k, T_II));
+                s1 = (rng_next(&rng) < cut) ? ST_M : ST_I;
+                i--;
+            } else if (s0 == ST_N) {
+                if (i < 0) { st = STATUS_ANOMALY; break; }
+                s1 = (i == 0) ? ST_S : ST_N;
+            } else if (s0 == ST_C || s0 == ST_J) {    /* C(i) <- C(i-1), E(i);  J(i) <- J(i-1), E(i) */
+                if (i < 1) { st = STATUS_ANOMALY; break; }
+                const int xs = (s0 == ST_C) ? XC : XJ;
+                const float etr = (s0 == ST_C) ? emove : eloop;
+                const double cut = cut2(fx[(i - 1) * NX + xs] * nloop, (fx[i * NX + XE] * etr) * fx[i * NX + XSCALE]);
+                s1 = (rng_next(&rng) < cut) ? s0 : ST_E;
+            } else if (s0 == ST_E) {                  /* E(i) <- M(i,k), D(i,k), striped order */
+                if (i < 0) { st = STATUS_ANOMALY; break; }
+                const double roll = rng_next(&rng);
+                const float E = fx[i * NX + XE];
+                if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* the Python module divides by zero */
+                __global const float *cm = F + (long) i * 3 * W;
+                const int pick = select_e(cm, cm + 2 * W, M, Q, (float) (1.0 / (double) E), roll);
+                if (pick == 0) { st = STATUS_ANOMALY; break; }
+                s1 = (pick > 0) ? ST_M : ST_D;
+                k = abs(pick);
+            } else if (s0 == ST_B) {                  /* B(i) <- N(i), J(i) */
+                if (i < 0) { st = STATUS_ANOMALY; break; }
+                s1 = (rng_next(&rng) < cut2(fx[i * NX + XN] * nmove, fx[i * NX + XJ] * nmove)) ? ST_N : ST_J;
+            } else { st = STATUS_ANOMALY; break; }
+
+            /* the domain being traced back (E .. B): first/last M, emitting nodes */
+            if (s1 == ST_E) {
+                sqto = -1; nruns = 0; nemit = 0;
+            } else if (s1 == ST_M || s1 == ST_I) {
+                if (s1 == ST_M) {
+                    if (sqto < 0) { sqto = i; hmmto = k; }
+                    sqfrom = i; hmmfrom = k;
+                }
+                nemit++;
+                if (nruns > 0 && runs[nruns - 1].x == k) {
+                    runs[nruns - 1].y++;
+                } else {
+                    if (nruns >= W + 1) { st = STATUS_OVERFLOW; break; }
+                    runs[nruns] = (int2) (k, 1);
+                    nruns++;
+                }
+            } else if (s1 == ST_B) {
+                /* p7_trace_Index's domain: pair for the ensemble */
+                if (sqto < 0 || sqto > hi || sqfrom < 1) { st = STATUS_ANOMALY; break; }
+                if (nseg >= segcap) { st = STATUS_OVERFLOW; break; }
+                seg[nseg] = (int4) (sqfrom + ireg - 1, sqto + ireg - 1, hmmfrom, hmmto);
+                sidx[nseg] = tr;
+                nseg++;
+                /* p7_Null2_ByTrace: float frequencies, lanes summed over q, lanes (l0+l1)+(l2+l3) */
+                const float norm = (float) (1.0 / (double) nemit);
+                int bound[5];
+                bound[0] = 0;
+                {
+                    for (int a = 0, b = nruns - 1; a < b; a++, b--) {   /* recorded with nodes decreasing */
+                        const int2 tmp = runs[a]; runs[a] = runs[b]; runs[b] = tmp;
+                    }
+                    int lane = 0;
+                    for (int z = 0; z < nruns; z++) {
+                        const int2 rr = runs[z];
+                        runs[z].y = as_int((float) rr.y * norm);
+                        const int ln = (rr.x - 1) / Q;
+                        while (lane < ln) { lane++; bound[lane] = z; }
+                    }
+                    while (lane < 4) { lane++; bound[lane] = nruns; }
+                }
+                const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
+                float nv[KP];
+                for (int y = 0; y < 20; y++) {
+                    __global const float *er = e + y * W;
+                    const float l0 = lane_sum(runs, bound[0], bound[1], er);
+                    const float l1 = lane_sum(runs, bound[1], bound[2], er);
+                    const float l2 = lane_sum(runs, bound[2], bound[3], er);
+                    const float l3 = lane_sum(runs, bound[3], bound[4], er);
+                    nv[y] = ((l0 + l1) + (l2 + l3)) + xfactor;
+                }
+                nv[20] = 1.0f; nv[27] = 1.0f; nv[28] = 1.0f;
+                /* esl_abc_FAvgScVec: B = D,N  J = I,L  Z = E,Q  O = K  U = C  X = any */
+                nv[21] = ((0.0f + nv[2]) + nv[11]) / 2.0f;
+                nv[22] = ((0.0f + nv[7]) + nv[9]) / 2.0f;
+                nv[23] = ((0.0f + nv[3]) + nv[13]) / 2.0f;
+                nv[24] = (0.0f + nv[8]) / 1.0f;
+                nv[25] = (0.0f + nv[1]) / 1.0f;
+                {
+                    float s = 0.0f;
+                    for (int y = 0; y < 20; y++) s = s + nv[y];
+                    nv[26] = s / 20.0f;
+                }
+                /* this trace's term of each residue: 1 outside domains and at a domain's first residue */
+                for (int p = sqto + 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
+                for (int p = sqfrom + 1; p <= sqto; p++) n2[p - 1] = n2[p - 1] + nv[x[p - 1]];
+                n2[sqfrom - 1] = n2[sqfrom - 1] + 1.0f;
+                hi = sqfrom - 1;
+            }
+            if (s1 == s0 && (s1 == ST_N || s1 == ST_J || s1 == ST_C)) i--;
+            s0 = s1;
+        }
+        if (st) break;
+        if (nseg == tstart) { st = STATUS_ANOMALY; break; }   /* every path has a domain */
+        for (int p = 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
+        /* the trace's domains were found last to first: HMMER adds them first to last */
+        for (int a = tstart, b = nseg - 1; a < b; a++, b--) {
+            const int4 tmp = seg[a]; seg[a] = seg[b]; seg[b] = tmp;
+        }
+    }
+    if (st) { status[r] = st; return; }
+    for (int p = 0; p < L; p++) n2[p] = n2[p] / (float) nsamples;
+
+    /* ---- esl_cluster_SingleLinkage, with Easel's stack order */
+    const int n = nseg;
+    for (int a = 0; a < n; a++) avail[a] = n - a - 1;
+    int nb = n, nc = 0;
+    while (nb > 0) {
+        int na = 0;
+        stack[na++] = avail[--nb];
+        while (na > 0) {
+            const int v = stack[--na];
+            assign[v] = nc;
+            const int4 sv = seg[v];
+            for (int a = nb - 1; a >= 0; a--) {
+                const int w = avail[a];
+                if (linked(sv, seg[w])) {
+                    stack[na++] = w;
+                    avail[a] = avail[--nb];
+                }
+            }
+        }
+        nc++;
+    }
+
+    /* ---- p7_spensemble_Cluster: traces per cluster (avail = count, stack = last trace seen) */
+    for (int c = 0; c < nc; c++) { avail[c] = 0; stack[c] = -1; }
+    for (int p = 0; p < n; p++) {
+        const int c = assign[p];
+        if (stack[c] != sidx[p]) { avail[c]++; stack[c] = sidx[p]; }
+    }
+    int nsig = 0;
+    for (int c = 0; c < nc && st == 0; c++) {
+        const float prob = (float) avail[c] / (float) nsamples;
+        if (prob < MIN_POSTERIOR) continue;
+        const int thresh = (int) ceil((float) avail[c] * MIN_ENDPOINTP);
+        const int bi = endpoint(seg, assign, n, c, 0, 1, thresh, hist, hcap);
+        const int bk = endpoint(seg, assign, n, c, 2, 1, thresh, hist, hcap);
+        const int bj = endpoint(seg, assign, n, c, 1, 0, thresh, hist, hcap);
+        const int bm = endpoint(seg, assign, n, c, 3, 0, thresh, hist, hcap);
+        if (bi < 0 || bk < 0 || bj < 0 || bm < 0) { st = STATUS_OVERFLOW; break; }
+        if (bi > bj || bk > bm) continue;
+        if (nsig >= env_cap) { st = STATUS_OVERFLOW; break; }
+        __global int *s = sig + 8 * nsig;
+        s[0] = bi; s[1] = bj; s[2] = bk; s[3] = bm; s[4] = as_int(prob); s[5] = 0;
+        nsig++;
+    }
+    if (st) { status[r] = st; return; }
+    /* stable sort on i (insertion sort) */
+    for (int a = 1; a < nsig; a++) {
+        int b = a;
+        while (b > 0 && sig[8 * (b - 1)] > sig[8 * b]) {
+            for (int f = 0; f < 6; f++) {
+                const int tmp = sig[8 * b + f]; sig[8 * b + f] = sig[8 * (b - 1) + f]; sig[8 * (b - 1) + f] = tmp;
+            }
+            b--;
+        }
+    }
+    /* region_trace_ensemble: drop clusters overlapping a more probable one by >= 80% of the shorter */
+    for (int d = 0; d < nsig; d++) {
+        __global int *a = sig + 8 * d;
+        for (int d2 = d + 1; d2 < nsig; d2++) {
+            __global int *b = sig + 8 * d2;
+            const int nov = min(a[1], b[1]) - max(a[0], b[0]) + 1;
+            if (nov == 0) break;
+            const int len = min(a[1] - a[0] + 1, b[1] - b[0] + 1);
+            if ((double) ((float) nov / (float) len) >= 0.8) {
+                if (as_float(a[4]) > as_float(b[4])) b[5] = 1;
+                else a[5] = 1;
+            }
+        }
+    }
+    int nenv = 0;
+    for (int d = 0; d < nsig; d++) {
+        if (sig[8 * d + 5]) continue;
+        env[(long) r * env_cap + nenv] = (int2) (sig[8 * d], sig[8 * d + 1]);
+        nenv++;
+    }
+    status[r] = nenv;
+}

@@ -1,0 +1,278 @@
+"""Multi-domain regions on the device: HMMER's ``region_trace_ensemble`` in ``kernels/ensemble.cl``.
+
+:func:`region_ensembles` takes multi-domain regions (target, model, ``i..j``)
+and returns what :func:`hmmcascade.ensemble.region_trace_ensemble` returns
+for each, bit for bit: the region's null2 scores and its envelopes.
+
+1. Kernel ``envelope`` (``kernels/domains.cl``) in mode 0 writes each
+   region's multihit Forward matrix (length model of the whole target) into
+   device scratch.
+2. Kernel ``region_ensemble`` reads those matrices where they are, one
+   work-item per region: 200 stochastic traces (the generator reseeded to
+   42 per region, as HMMER's ``do_reseeding``), null2 by trace summed per
+   residue, single-linkage clustering, dominated clusters removed.  It
+   returns the mean null2 odds ratio per residue and the envelopes.
+3. The host takes ``logf`` of the means with the C library's ``logf`` (the
+   function HMMER calls; its last bit differs between implementations, so
+   it is not recomputed on the device).
+
+A region whose workspace is too small (more sampled domains than its
+capacity, by default 24 per trace or one per 16 residues, whichever is
+more) or whose matrix holds values the Python module treats specially (NaN
+weights, a zero E) comes back flagged; the host then recomputes it with
+:mod:`hmmcascade.ensemble` from the same Forward matrix.
+
+``HMMCASCADE_ENSEMBLE=python`` (or ``backend="python"``) computes every
+region that way: the device only runs the Forward pass.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .device import _cl
+from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
+from .filters import LOCAL_SIZE, _event_seconds, _round_up
+from .profiles import _logf
+
+__all__ = ["SEED", "STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "ensemble_work_ints", "region_ensembles"]
+
+F32 = np.float32
+SEED = 42  #: hmmsearch's --seed default; every multi-domain region reseeds to it
+STATUS_OVERFLOW = -1  #: kernel status: a workspace capacity was too small
+STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differently (NaN, zero E)
+BACKENDS = ("device", "python")
+DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
+RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
+
+
+@dataclass
+class EnsembleStats:
+    """Work done by :func:`region_ensembles` (kept on the engine as ``engine.ensemble_stats``)."""
+
+    regions: int = 0
+    fallbacks: int = 0  #: regions recomputed on the host after a kernel flag
+    forward_s: float = 0.0  #: kernel time, envelope mode 0
+    ensemble_s: float = 0.0  #: kernel time, region_ensemble
+    host_s: float = 0.0  #: logf and host fallbacks
+
+
+def ensemble_work_ints(L: np.ndarray, M: np.ndarray, segcap: np.ndarray, env_cap: int) -> np.ndarray:
+    """Ints of kernel workspace per region (the layout at the top of ``kernels/ensemble.cl``), multiple of 4."""
+    L, M, segcap = (np.asarray(a, dtype=np.int64) for a in (L, M, segcap))
+    W = (M + 3) // 4 * 4
+    need = 8 * segcap + 2 * (W + 1) + np.maximum(L, M) + 1 + 8 * int(env_cap)
+    return (need + 3) // 4 * 4
+
+
+def _forward_floats(L: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Scratch floats per job of kernel ``envelope`` in mode 0: F ``[(L+1), 3, W]`` then fx ``[(L+1), 6]``,
+    rounded up to a multiple of 4 (the kernel reads rows as float4 words)."""
+    return ((L + 1) * (3 * W + 6) + 3) // 4 * 4
+
+
+def _chunks(need: np.ndarray, budget: int):
+    """Consecutive index ranges whose summed need fits ``budget`` (at least one job each)."""
+    n, start = len(need), 0
+    while start < n:
+        total, end = 0, start
+        while end < n and (end == start or total + int(need[end]) <= budget):
+            total += int(need[end])
+            end += 1
+        yield start, end
+        start = end
+
+
+def _min_traces(nsamples: int) -> int:
+    """Fewest traces with a pair in a cluster that make it significant (float ``ninc / nsamples >= 0.25``)."""
+    return next(c for c in range(1, nsamples + 1) if F32(c) / F32(nsamples) >= F32(0.25))
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+
+def _logf_array(values: np.ndarray) -> np.ndarray:
+    """``logf`` of every element, through the C library (once per distinct bit pattern)."""
+    bits = np.ascontiguousarray(values, dtype=F32).view(np.uint32)
+    uniq, inverse = np.unique(bits, return_inverse=True)
+    logs = np.array([_logf(v) for v in uniq.view(F32)], dtype=F32)
+    return logs[inverse.reshape(-1)]
+
+
+def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | None = None,
+                     nsamples: int = NSAMPLES, max_domains_per_trace: int | None = None,
+                     max_envelopes: int | None = None) -> list[tuple[np.ndarray, list[tuple[int, int]]]]:
+    """HMMER's ``region_trace_ensemble`` for many regions at once.
+
+    Arguments:
+        engine: the :class:`hmmcascade.domains.DomainEngine` (device, models, kernels).
+        batch: the :class:`hmmcascade.filters.DeviceBatch` holding the targets.
+        seq, model: per region, the target's index in the batch and the model's index.
+        starts, ends: per region, first and last residue (1-based, inclusive).
+        backend: ``"device"`` or ``"python"`` (all regions on the host, with
+            :mod:`hmmcascade.ensemble`); default ``$HMMCASCADE_ENSEMBLE`` or ``"device"``.
+        nsamples: sampled traces per region (HMMER: 200).
+        max_domains_per_trace: workspace for sampled domains, per trace on
+            average, never more than the region's length (a domain has a
+            residue); default: 24, or one per 16 residues of longer regions.
+            A region that samples more is recomputed on the host.
+        max_envelopes: significant clusters a region may have on the device;
+            default: as many as its sampled domains allow (each needs pairs
+            from a quarter of the traces), so this never overflows.
+
+    Returns:
+        per region, ``(n2sc, envelopes)``: float32 null2 scores (nats) of
+        residues ``i..j`` and the ``(i2, j2)`` envelopes in sequence order,
+        exactly as :func:`hmmcascade.ensemble.region_trace_ensemble` gives them.
+
+    Raises:
+        ValueError: unknown backend, mismatched argument lengths, a region outside its
+            target, or a count below 1.
+    """
+    backend = (backend or os.environ.get("HMMCASCADE_ENSEMBLE") or "device").lower()
+    if backend not in BACKENDS:
+        raise ValueError(f"ensemble backend must be one of {BACKENDS}, got {backend!r}")
+    seq, model, starts, ends = (np.asarray(a, dtype=np.int64).reshape(-1) for a in (seq, model, starts, ends))
+    n = len(seq)
+    if not (len(model) == len(starts) == len(ends) == n):
+        raise ValueError("seq, model, starts and ends must have one length")
+    if n == 0:
+        return []
+    if nsamples < 1 or any(v is not None and v < 1 for v in (max_domains_per_trace, max_envelopes)):
+        raise ValueError("nsamples, max_domains_per_trace and max_envelopes must be >= 1")
+    stats = engine.__dict__.setdefault("ensemble_stats", EnsembleStats())
+    stats.regions += n
+    dev, db, m = engine.dev, engine.db, engine.models
+    cl = _cl()
+    lengths = batch.seqs.lengths[seq].astype(np.int64)
+    if np.any(starts < 1) or np.any(ends < starts) or np.any(ends > lengths):
+        raise ValueError("a region lies outside its target")
+    Lr = ends - starts + 1
+    M = db.M[model].astype(np.int64)
+    W = (M + 3) // 4 * 4
+    xfm = engine._multihit_xfm(batch.params, seq)
+    on_device = backend == "device"
+
+    per_trace = max_domains_per_trace
+    if per_trace is None:
+        per_trace = np.maximum(DOMAINS_PER_TRACE, -(-Lr // RESIDUES_PER_DOMAIN))
+    segcap = nsamples * np.minimum(Lr, per_trace)
+    env_cap = max_envelopes if max_envelopes is not None else int(segcap.max()) // _min_traces(nsamples) + 1
+    env_need = _forward_floats(Lr, W)
+    tcap = Lr + M + 8  # envelope's trace slots (unused in mode 0, allocated as DomainEngine.envelopes does)
+    need = env_need + 5 * tcap
+    if on_device:
+        need = need + ensemble_work_ints(Lr, M, segcap, env_cap) + Lr
+    # similar regions side by side: a GPU warp's work-items then take similar time
+    order = np.lexsort((M, Lr))[::-1]
+
+    results: list = [None] * n
+    fallback = []  # (region index, RegionForward)
+    means = {}
+    rng_init = np.uint32(EaselRandom(SEED)._x)  # the state after esl_randomness_Init(42)
+    for lo, hi in _chunks(need[order], engine.scratch_bytes // 4):
+        idx = order[lo:hi]
+        k = hi - lo
+        scr_off = _offsets(env_need[idx])
+        tr_off = _offsets(tcap[idx])
+        scr = dev.scratch(4 * int(env_need[idx].sum()))
+        d_seq = dev.to_device(seq[idx].astype(np.int32))
+        d_model = dev.to_device(model[idx].astype(np.int32))
+        d_start = dev.to_device(starts[idx].astype(np.int32))
+        d_len = dev.to_device(Lr[idx].astype(np.int32))
+        d_xfm = dev.to_device(np.ascontiguousarray(xfm[idx], dtype=F32))
+        d_scr_off = dev.to_device(scr_off)
+        ev = engine.k_env(
+            dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
+            batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
+            np.int32(k), np.int32(0),
+            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+            scr, d_scr_off, dev.scratch(4 * 20 * k), dev.to_device(np.arange(k, dtype=np.int64) * 20),
+            dev.scratch(16 * int(tcap[idx].sum())), dev.scratch(4 * int(tcap[idx].sum())),
+            dev.to_device(tr_off), dev.scratch(16 * k),
+        )
+        sec = _event_seconds([ev])
+        stats.forward_s += sec
+        engine.kernel_s["envelope"] += sec
+        engine.cells["envelope"] += int((M[idx] * Lr[idx]).sum())
+
+        if on_device:
+            work_ints = ensemble_work_ints(Lr[idx], M[idx], segcap[idx], env_cap)
+            n2_off = _offsets(Lr[idx])
+            d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
+            d_env = dev.scratch(8 * k * env_cap)
+            d_status = dev.scratch(4 * k)
+            ev = dev.kernel("ensemble", "region_ensemble")(
+                dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
+                batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
+                np.int32(k), np.int32(nsamples), rng_init,
+                m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                scr, d_scr_off,
+                dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
+                dev.to_device(segcap[idx].astype(np.int32)),
+                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status,
+            )
+            sec = _event_seconds([ev])
+            stats.ensemble_s += sec
+            engine.kernel_s["envelope"] += sec
+            status = dev.from_device(d_status, np.int32, k)
+            envs = dev.from_device(d_env, np.int32, 2 * k * env_cap).reshape(k, env_cap, 2)
+            n2 = dev.from_device(d_n2, F32, int(Lr[idx].sum()))
+            failed = []
+            for t in range(k):
+                r = int(idx[t])
+                if status[t] < 0:
+                    failed.append(t)
+                    continue
+                means[r] = n2[n2_off[t]: n2_off[t] + Lr[r]]
+                results[r] = [(int(a), int(b)) for a, b in envs[t, : status[t]]]
+        else:
+            failed = list(range(k))
+        for t in failed:  # the region's Forward matrix, for the host
+            r = int(idx[t])
+            Lt, Wt, Mt = int(Lr[r]), int(W[r]), int(M[r])
+            buf = np.empty((Lt + 1) * (3 * Wt + 6), dtype=F32)
+            cl.enqueue_copy(dev.queue, buf, scr, src_offset=4 * int(scr_off[t]))
+            F = buf[: (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
+            fx = buf[(Lt + 1) * 3 * Wt:].reshape(Lt + 1, 6)
+            fallback.append((r, _region_forward(F, fx, Mt)))
+
+    t0 = time.perf_counter()
+    if means:
+        keys = sorted(means)
+        logs = _logf_array(np.concatenate([means[r] for r in keys]))
+        pos = 0
+        for r in keys:
+            results[r] = (logs[pos: pos + Lr[r]], results[r])
+            pos += int(Lr[r])
+    if fallback:
+        if on_device:
+            stats.fallbacks += len(fallback)
+        from .domains import _map_ensembles  # worker processes when there are many
+
+        tasks = []
+        for r, rf in fallback:
+            s = int(seq[r])
+            tables = ModelTables.from_db(db, int(model[r]), int(lengths[r]))
+            o = int(batch.seqs.offsets[s])
+            dsq1 = np.concatenate([[255], batch.seqs.residues[o: o + lengths[r]]]).astype(np.uint8)
+            tasks.append((rf, tables, dsq1, int(starts[r]), int(ends[r])))
+        for (r, _), res in zip(fallback, _map_ensembles(tasks)):
+            results[r] = (res[0], [(int(a), int(b)) for a, b in res[1]])
+    stats.host_s += time.perf_counter() - t0
+    return results
+
+
+def _region_forward(F: np.ndarray, fx: np.ndarray, M: int) -> RegionForward:
+    """The kernel layout ``[(L+1), 3, W]`` + specials as :class:`RegionForward` (column 0 zero)."""
+    mats = []
+    for s in range(3):
+        a = np.zeros((F.shape[0], M + 1), dtype=F32)
+        a[:, 1:] = F[:, s, :M]
+        mats.append(a)
+    return RegionForward(mmx=mats[0], imx=mats[1], dmx=mats[2], xmx=np.ascontiguousarray(fx, dtype=F32))

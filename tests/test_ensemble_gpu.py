@@ -1,0 +1,183 @@
+"""kernels/ensemble.cl (hmmcascade.ensemble_gpu): multi-domain regions on the device, bit for bit.
+
+Oracle: :func:`hmmcascade.ensemble.region_trace_ensemble`, which reproduces
+HMMER's ``region_trace_ensemble`` exactly (tests/test_ensemble.py checks it
+against pyhmmer).  Every multi-domain region that the pipeline meets in
+
+* the embedded default data (48 Pfam models x 2,000 proteins, hmmsearch
+  defaults, -Z 2000), and
+* pyhmmer's PF02826 test model against its HG003687 proteome,
+
+is computed both ways from the same device Forward matrix: the null2 scores
+must be bitwise equal and the envelopes equal.  Any difference in one random
+draw, one cut point or one float rounding of the 200 traces changes the
+null2 sums.  The kernel must have done every region itself (no host
+fallback), or the comparison would be empty.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import PYHMMER_DATA
+
+from hmmcascade import cascade, ensemble_gpu, io, profiles
+from hmmcascade.filters import DeviceBatch
+from hmmcascade.profiles import length_params
+
+PF02826 = PYHMMER_DATA / "hmms" / "txt" / "PF02826.hmm"
+PROTEOME = PYHMMER_DATA / "seqs" / "938293.PRJEB85.HG003687.faa"
+
+#: HMMER's envelopes (pyhmmer 0.12.3, hmmsearch defaults) inside three PF02826 regions (tests/test_ensemble.py)
+PF02826_ENVELOPES = {
+    ("938293.PRJEB85.HG003686_664", 56, 172): [(59, 142), (132, 170)],
+    ("938293.PRJEB85.HG003687_15", 231, 372): [(231, 305), (291, 372)],
+    ("938293.PRJEB85.HG003685_432", 45, 116): [(45, 92)],
+}
+
+
+class Regions:
+    """The multi-domain regions of a search's Forward survivors, with the engine and batch that hold them."""
+
+    def __init__(self, device, db, seqs, thresholds):
+        sorted_seqs = seqs.subset(np.argsort(seqs.lengths, kind="stable"))
+        cas = cascade.Cascade(device, db)
+        out, _ = cas.run_batch(sorted_seqs, thresholds.effective(), domains=False)
+        self.seqs = sorted_seqs
+        self.engine = cas.domains
+        self.batch = DeviceBatch.upload(device, sorted_seqs, length_params(sorted_seqs.lengths, db))
+        self.pairs = (out["seq"], out["model"], out["fwd"], out["nullsc"])
+        regions = self.engine.decode(self.batch, out["seq"], out["model"])[0]  # per pair: (i, j, is_multi)
+        rows = []
+        for p, found in enumerate(regions):
+            for i, j, multi in found:
+                if multi:
+                    rows.append((int(out["seq"][p]), int(out["model"][p]), i, j))
+        self.seq, self.model, self.start, self.end = (np.array(c, dtype=np.int64) for c in zip(*rows))
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def run(self, **kw):
+        return ensemble_gpu.region_ensembles(self.engine, self.batch, self.seq, self.model, self.start, self.end, **kw)
+
+    def fallbacks(self) -> int:
+        return self.engine.__dict__.get("ensemble_stats", ensemble_gpu.EnsembleStats()).fallbacks
+
+
+def assert_identical(got, expect):
+    assert len(got) == len(expect)
+    for r, ((n2, envs), (n2_ref, envs_ref)) in enumerate(zip(got, expect)):
+        assert n2.dtype == np.float32 and n2.shape == n2_ref.shape, r
+        assert np.array_equal(n2.view(np.uint32), n2_ref.view(np.uint32)), f"region {r}: null2 scores differ"
+        assert envs == envs_ref, f"region {r}: envelopes differ"
+
+
+@pytest.fixture(scope="module")
+def default_regions(device, default_db, default_seqs):
+    return Regions(device, default_db, default_seqs, cascade.Thresholds(Z=2000))
+
+
+@pytest.fixture(scope="module")
+def default_reference(default_regions):
+    return default_regions.run(backend="python")
+
+
+@pytest.fixture(scope="module")
+def pf02826_regions(device):
+    return Regions(device, profiles.press(io.read_hmms(PF02826)), io.read_sequences(PROTEOME), cascade.Thresholds())
+
+
+def test_default_data_regions_equal_python(default_regions, default_reference):
+    """All multi-domain regions of the default search: device == ensemble.py, with no host fallback."""
+    regions = default_regions
+    assert len(regions) >= 100  # 118 regions of 34..840-node models, 31..649 residues
+    before = regions.fallbacks()
+    got = regions.run(backend="device")
+    assert regions.fallbacks() == before
+    assert_identical(got, default_reference)
+    assert sum(len(e) for _, e in got) > len(regions)  # regions do split into several envelopes
+    assert any(len(e) == 1 for _, e in got)  # and some resolve into one
+
+
+def test_pf02826_regions_equal_python_and_hmmer(pf02826_regions):
+    """PF02826 x HG003687: device == ensemble.py; three regions' envelopes are HMMER's."""
+    regions = pf02826_regions
+    before = regions.fallbacks()
+    got = regions.run()
+    assert regions.fallbacks() == before
+    assert_identical(got, regions.run(backend="python"))
+    found = {}
+    for r, (_, envs) in enumerate(got):
+        name = regions.seqs.names[regions.seq[r]]
+        found[(name, int(regions.start[r]), int(regions.end[r]))] = envs
+    for key, envs in PF02826_ENVELOPES.items():
+        assert found[key] == envs
+
+
+def test_overflow_falls_back_to_python(default_regions, default_reference):
+    """Workspace for 2 sampled domains per trace (400 in all) and one cluster: the regions that need
+    more are flagged by the kernel and recomputed on the host; every result is still exact."""
+    regions = default_regions
+    before = regions.fallbacks()
+    got = regions.run(max_domains_per_trace=2, max_envelopes=1)
+    assert_identical(got, default_reference)
+    flagged = regions.fallbacks() - before
+    several = sum(1 for _, envs in default_reference if len(envs) > 1)  # > 1 significant cluster: overflow
+    assert 0 < several <= flagged < len(regions)
+    before = regions.fallbacks()
+    got = regions.run(max_domains_per_trace=1)  # 200: each of these regions samples more domains
+    assert_identical(got, default_reference)
+    assert regions.fallbacks() - before == len(regions)
+
+
+def test_environment_selects_backend(pf02826_regions, monkeypatch):
+    """HMMCASCADE_ENSEMBLE=python: all regions on the host (counted as such, not as fallbacks)."""
+    regions = pf02826_regions
+    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "python")
+    stats = regions.engine.__dict__.setdefault("ensemble_stats", ensemble_gpu.EnsembleStats())
+    ensemble_s = stats.ensemble_s
+    got = regions.run()
+    assert stats.ensemble_s == ensemble_s  # the ensemble kernel did not run
+    assert_identical(got, regions.run(backend="device"))
+    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "cuda")
+    with pytest.raises(ValueError, match="backend"):
+        regions.run()
+
+
+def test_domain_engine_same_with_either_backend(pf02826_regions, monkeypatch):
+    """DomainEngine.run gives the same domains and scores with the device and the Python ensembles."""
+    regions = pf02826_regions
+    seq, model, fwd, null = regions.pairs
+
+    def run():
+        out = regions.engine.run(regions.batch, seq, model, fwd, null)
+        pds = [out[p] for p in range(len(seq))]
+        return [None if pd is None else (pd.seq_score, pd.nclustered, pd.noverlaps, pd.nenvelopes,
+                                         [(d.env_from, d.env_to, d.score, d.bias) for d in pd.domains])
+                for pd in pds]
+
+    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "device")
+    dev_out = run()
+    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "python")
+    assert run() == dev_out
+    assert sum(1 for x in dev_out if x is not None and x[1] > 0) >= 3
+
+
+def test_argument_checks(pf02826_regions):
+    regions = pf02826_regions
+    with pytest.raises(ValueError, match="one length"):
+        ensemble_gpu.region_ensembles(regions.engine, regions.batch, regions.seq, regions.model[:-1],
+                                      regions.start, regions.end)
+    with pytest.raises(ValueError, match="outside"):
+        ensemble_gpu.region_ensembles(regions.engine, regions.batch, regions.seq, regions.model,
+                                      regions.start, regions.end + 10_000)
+    assert ensemble_gpu.region_ensembles(regions.engine, regions.batch, [], [], [], []) == []
+
+
+def test_workspace_layout():
+    """ensemble_work_ints: segments 8 ints each, node runs 2 (W + 1), histogram max(L, M) + 1,
+    clusters 8 each, rounded up to 16 bytes."""
+    need = ensemble_gpu.ensemble_work_ints(np.array([10, 300]), np.array([5, 41]), np.array([2000, 4800]), 32)
+    assert need.tolist() == [16000 + 18 + 11 + 256 + 3, 38400 + 90 + 301 + 256 + 1]
+    assert np.all(need % 4 == 0)
