@@ -1,16 +1,22 @@
 /* domains.cl: HMMER's post-filter stages for cascade survivors, float32.
  *
  *   fb_parser      Forward and Backward parsers (multihit, length L) over a
- *                  whole target and the posterior domain decoding
- *                  (p7_DomainDecoding): btot, etot, mocc per residue.
+ *                  whole target, the posterior domain decoding
+ *                  (p7_DomainDecoding: btot, etot, mocc per residue) and the
+ *                  region loop of p7_domaindef_ByPosteriorHeuristics on them
+ *                  (rt1 = 0.25, rt2 = 0.10, rt3 = 0.20): per pair a list of
+ *                  regions (i, j, is_multidomain) and the expected number of
+ *                  domains btot[L].
  *   envelope       For one envelope i..j: Forward and Backward with full
  *                  matrices (unihit, length model of the whole target),
  *                  posterior decoding (p7_Decoding), null2 by expectation
  *                  (p7_Null2_ByExpectation, before its degeneracy
  *                  averaging), optimal accuracy (p7_OptimalAccuracy) and
- *                  its traceback (p7_OATrace).  With mode 0 it stops after
- *                  the Forward matrix, which the host samples from for a
- *                  multi-domain region (p7_StochasticTrace).
+ *                  its traceback (p7_OATrace), when mode & 1.  Otherwise
+ *                  (mode 0 or 2) it stops after the Forward matrix, which
+ *                  is sampled from for a multi-domain region
+ *                  (p7_StochasticTrace).  mode & 2 says which emission
+ *                  table msc is (below).
  *
  * The arithmetic follows HMMER's SSE implementation (impl_sse/fwdback.c,
  * decoding.c, null2.c, optacc.c) operation by operation, except the order
@@ -18,14 +24,50 @@
  * to float rounding.  Where HMMER's *choices* depend on its striped node
  * order (ties in the OA traceback's E state, the lane sums of null2), the
  * striped order is reproduced exactly: node k sits in lane (k-1)/Q of
- * vector (k-1)%Q, Q = max(2, ceil(M/4)).
+ * vector (k-1)%Q, Q = max(2, ceil(M/4)).  The region decisions repeat the
+ * float32 comparisons of hmmcascade.domains.find_regions exactly.
  *
- * One work-item per job; matrices live in global memory, row-major:
- *   cell (i, state s, node k) at  mat[(i * 3 + s) * W + (k - 1)],  W = 4 * ceil(M/4)
- *   s = 0 M, 1 I, 2 D;  specials xmx[i * 6 + {E N J B C SCALE}].
- * Tables as in hmmcascade.h (float odds, float probabilities, 4-node words
- * read here as plain float arrays: node k of transition t at
- * tsc[((k-1)/4) * 32 + t * 4 + (k-1)%4], emission (x, k) at msc[x * W + k-1]).
+ * Work: one work-item per job, four nodes per float4 word (W = 4 ceil(M/4)
+ * nodes, tables padded with zeros).  The Backward pass computes each row in
+ * one sweep over the nodes: the sum B(i) it needs first is accumulated from
+ * row i+1's final M cells while row i+1 is written, and the D->D chain and
+ * the M <- D terms follow in the same descending sweep.  Every value is the
+ * same float expression, in the same order, as in the three-pass form.
+ *
+ * Scratch layout ("word-interleaved").  Each job's scratch is a sequence of
+ * floats e = 0, 1, 2, ...; float e of the job lives at
+ *
+ *     p[((e >> 2) * ws) * 4 + (e & 3)],   p = scr + scr_off[job],
+ *
+ * i.e. words of 4 floats, consecutive words ws words apart.  With ws = the
+ * work-group size and scr_off[job] = group base + 4 * local id, the jobs of
+ * a work-group interleave word by word: when all lanes of a warp touch the
+ * same word of their scratch (same node of the same row), the accesses are
+ * contiguous.  The host sorts jobs by (M, model, length), so that lanes of a
+ * group share the model and the row layout, and sizes each group for its
+ * largest job.  With ws = 1 a job's scratch is plain contiguous floats (the
+ * host's choice on CPUs, one job per work-group, where that is cache-friendly).
+ * DP rows are read and written as whole words; specials as single floats.
+ *
+ *   fb_parser (ws = work-group size):
+ *     [0, 3W) Forward row (M, I, D: W each), [3W, 6W) Backward row,
+ *     then residue i = 0..L: 16 floats at 6W + 16 i:
+ *       0..5 Forward specials (E N J B C SCALE), 6..11 Backward specials,
+ *       12 btot, 13 etot, 14 mocc.
+ *   envelope, full (mode 1 or 3; ws = work-group size): row i = 0..Ld at
+ *     i * R, R = 6W + 24: F (or, later, OA scores) 3W, B (later posteriors)
+ *     3W, then specials fx, bx, px (posteriors), ox (OA): 6 each.
+ *   envelope, Forward only (mode 0 or 2; ws = 1, contiguous per job; read by
+ *     other kernels): F as [(Ld+1)][3][W], then fx as [(Ld+1)][6].
+ *
+ * Tables as in hmmcascade.h (float odds, float probabilities, 4-node words):
+ * transition t of node k at tsc[((k-1)/4) * 32 + t * 4 + (k-1)%4].
+ * Emission (x, k) at msc[x * exs + ((k-1)/4) * ews + (k-1)%4], in one of
+ * two tables (a model's block starts at word msc_off[m]):
+ *   the filters' [x][W] table: exs = W, ews = 4 (envelope, mode & 2 == 0);
+ *   node-major words [W/4][KP][4]: exs = 4, ews = 4 * KP (fb_parser; envelope
+ *   with mode & 2), so a warp reading node k for 32 different residues
+ *   touches one 464-byte block instead of up to 20 rows of the table.
  */
 #include "hmmcascade.h"
 
@@ -49,7 +91,27 @@
 #define ST_T 9
 #define ST_J 10
 
+/* fb_parser's per-residue record */
+#define REC 16
+#define R_BX 6
+#define R_BTOT 12
+#define R_ETOT 13
+#define R_MOCC 14
+
+#define RT1 0.25f
+#define RT2 0.10f
+#define RT3 0.20f
+
 #define TR(tsc, k, t) ((tsc)[(((k) - 1) >> 2) * 32 + (t) * 4 + (((k) - 1) & 3)])
+
+/* Position of float e of a job's word-interleaved scratch (see the file comment). */
+inline long el(const long e, const int ws) { return (((e >> 2) * ws) << 2) + (e & 3); }
+
+/* The word that starts at float e (e a multiple of 4); its word q is at [q * ws]. */
+inline __global float4 *words(__global float *p, const int ws, const long e)
+{
+    return (__global float4 *) (p + (((e >> 2) * ws) << 2));
+}
 
 /* HMMER divides by a float scale through double 1.0/x rounded to float. */
 inline float inv_as_hmmer(float x)
@@ -61,196 +123,251 @@ inline float inv_as_hmmer(float x)
 #endif
 }
 
-/* Sparse rescaling of one DP row (M, I, D cells) by a factor > 1, as HMMER: cells * (1/sc). */
-inline void rescale_row(__global float *row, const int n, const float sc)
-{
-    const float s = inv_as_hmmer(sc);
-    for (int k = 0; k < n; k++) row[k] = row[k] * s;
-}
+/* One node (float4 component c) of a Forward row: M from row i-1, node k-1 (mprev, iprev, dprev),
+ * I from row i-1, node k (om, oi), D from row i, node k-1 (sprev, dcur, with node k-1's tMD, tDD;
+ * all zero before node 1, which gives D(i,1) = 0). */
+#define FWD_NODE(c) {                                                               \
+        float s_ = xB * tBM.c;                                                      \
+        s_ = s_ + mprev * tMM.c;                                                    \
+        s_ = s_ + iprev * tIM.c;                                                    \
+        s_ = s_ + dprev * tDM.c;                                                    \
+        s_ = s_ * e4.c;                                                             \
+        const float d_ = sprev * tmd + dcur * tdd;                                  \
+        iv.c = om.c * tMI.c + oi.c * tII.c;                                         \
+        mprev = om.c; iprev = oi.c; dprev = od.c;                                   \
+        sv.c = s_; dv.c = d_;                                                       \
+        lm.c = lm.c + s_; ld.c = ld.c + d_;                                         \
+        sprev = s_; dcur = d_; tmd = tMD.c; tdd = tDD.c;                            \
+    }
 
-/* Forward (p7_Forward / p7_ForwardParser) over dsq[0..L-1].
- * full != 0: rows 0..L of mat are written; else mat holds one row, updated in place.
- * xmx gets rows 0..L of specials.  Returns the score in nats. */
-float forward_pass(__global const uchar *dsq, const int L, const int M, const int W,
-                   __global const float *msc, __global const float *tsc,
+/* Forward (p7_Forward / p7_ForwardParser) over dsq[0..L-1], in a job's scratch p (word stride ws).
+ * Matrix row i (M, I, D cells, W each) starts at float mat0 + i * mrow; mrow = 0 keeps one row,
+ * updated in place (parser).  Specials row i (E N J B C SCALE) at float x0 + i * xrow.
+ * Returns the score in nats. */
+float forward_pass(__global const uchar *dsq, const int L, const int W,
+                   __global const float *msc, const int exs, const int ews,
+                   __global const float *tsc,
                    const float4 xfm, /* N move, N loop, E move, E loop (J and C as N) */
-                   __global float *mat, const int full, __global float *xmx)
+                   __global float *p, const int ws, const long mat0, const int mrow,
+                   const long x0, const int xrow)
 {
     const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
-    __global float *row = mat;
-    for (int k = 0; k < 3 * W; k++) row[k] = 0.0f;
+    const int Q4 = W >> 2;
+    __global const float4 *t4 = (__global const float4 *) tsc;
+    {
+        __global float4 *r0 = words(p, ws, mat0);
+        for (int q = 0; q < 3 * Q4; q++) r0[q * ws] = (float4) (0.0f);
+    }
     float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f;
     float xB = nmove;
-    xmx[XE] = 0.0f; xmx[XN] = 1.0f; xmx[XJ] = 0.0f; xmx[XB] = xB; xmx[XC] = 0.0f; xmx[XSCALE] = 1.0f;
+    p[el(x0 + XE, ws)] = 0.0f; p[el(x0 + XN, ws)] = 1.0f; p[el(x0 + XJ, ws)] = 0.0f;
+    p[el(x0 + XB, ws)] = xB; p[el(x0 + XC, ws)] = 0.0f; p[el(x0 + XSCALE, ws)] = 1.0f;
     float totscale = 0.0f;
     for (int i = 1; i <= L; i++) {
-        __global float *prv = full ? mat + (long) (i - 1) * 3 * W : mat;
-        __global float *cur = full ? mat + (long) i * 3 * W : mat;
-        __global float *pm = prv, *pi = prv + W, *pd = prv + 2 * W;
-        __global float *cm = cur, *ci = cur + W, *cd = cur + 2 * W;
-        __global const float *e = msc + (int) dsq[i - 1] * W;
+        __global float4 *prv = words(p, ws, mat0 + (long) (i - 1) * mrow);
+        __global float4 *cur = words(p, ws, mat0 + (long) i * mrow);
+        __global const float *er = msc + (int) dsq[i - 1] * exs;
         float mprev = 0.0f, iprev = 0.0f, dprev = 0.0f;   /* row i-1, node k-1 */
         float sprev = 0.0f, dcur = 0.0f;                  /* row i, node k-1: M and D */
-        float lm[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ld[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = 1; k <= W; k++) {
-            const float om = pm[k - 1], oi = pi[k - 1], od = pd[k - 1];
-            float sv = xB * TR(tsc, k, T_BM);
-            sv = sv + mprev * TR(tsc, k, T_MM);
-            sv = sv + iprev * TR(tsc, k, T_IM);
-            sv = sv + dprev * TR(tsc, k, T_DM);
-            sv = sv * e[k - 1];
-            /* D(i,k) from row i node k-1 */
-            const float dv = (k == 1) ? 0.0f : sprev * TR(tsc, k - 1, T_MD) + dcur * TR(tsc, k - 1, T_DD);
-            const float iv = om * TR(tsc, k, T_MI) + oi * TR(tsc, k, T_II);
-            mprev = om; iprev = oi; dprev = od;
-            cm[k - 1] = sv; ci[k - 1] = iv; cd[k - 1] = dv;
-            lm[(k - 1) & 3] = lm[(k - 1) & 3] + sv;
-            ld[(k - 1) & 3] = ld[(k - 1) & 3] + dv;
-            sprev = sv; dcur = dv;
+        float tmd = 0.0f, tdd = 0.0f;                     /* node k-1: tMD, tDD */
+        float4 lm = (float4) (0.0f), ld = (float4) (0.0f);
+        for (int q = 0; q < Q4; q++) {
+            const float4 om = prv[q * ws], oi = prv[(Q4 + q) * ws], od = prv[(2 * Q4 + q) * ws];
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
+            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II], tDD = tq[T_DD];
+            const float4 e4 = *(__global const float4 *) (er + q * ews);
+            float4 sv, iv, dv;
+            FWD_NODE(x) FWD_NODE(y) FWD_NODE(z) FWD_NODE(w)
+            cur[q * ws] = sv; cur[(Q4 + q) * ws] = iv; cur[(2 * Q4 + q) * ws] = dv;
         }
-        xE = ((lm[0] + lm[1]) + (lm[2] + lm[3])) + ((ld[0] + ld[1]) + (ld[2] + ld[3]));
+        xE = ((lm.x + lm.y) + (lm.z + lm.w)) + ((ld.x + ld.y) + (ld.z + ld.w));
         xN = xN * nloop;
         xC = xC * nloop + xE * emove;
         xJ = xJ * nloop + xE * eloop;
         xB = xJ * nmove + xN * nmove;
-        __global float *xr = xmx + i * NX;
+        const long xr = x0 + (long) i * xrow;
         if (xE > 1.0e4f) {
             xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
-            rescale_row(cur, 3 * W, xE);
-            xr[XSCALE] = xE;
+            const float s = inv_as_hmmer(xE);   /* sparse rescaling, as HMMER: cells * (1/xE) */
+            for (int q = 0; q < 3 * Q4; q++) cur[q * ws] = cur[q * ws] * s;
+            p[el(xr + XSCALE, ws)] = xE;
             totscale = totscale + LOG_AS_HMMER(xE);
             xE = 1.0f;
         } else {
-            xr[XSCALE] = 1.0f;
+            p[el(xr + XSCALE, ws)] = 1.0f;
         }
-        xr[XE] = xE; xr[XN] = xN; xr[XJ] = xJ; xr[XB] = xB; xr[XC] = xC;
+        p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
     return totscale + LOG_AS_HMMER(xC * nmove);
 }
 
-/* Backward (p7_Backward / p7_BackwardParser), scaled by the Forward's factors
- * (or its own when they do not suffice).  full: rows 0..L of mat; else one row.
- * Writes bxmx rows 0..L; returns has_own_scales. */
+/* Row L of the Backward matrix, node k (component c): M and D reach E (xE), D(k) also D(k+1);
+ * then the M cell's D(k+1) term; nodes past M are 0. */
+#define BCK_LAST_NODE(c) {                                                          \
+        if (4 * q + 1 + BCK_LANE_##c > M) {                                         \
+            m4.c = 0.0f; d4.c = 0.0f;                                               \
+        } else {                                                                    \
+            const float dn_ = dnext;                                                \
+            const float d_ = xE + dnext * tDD.c;                                    \
+            dnext = d_;                                                             \
+            m4.c = (xE + dn_ * tMD.c) * s; d4.c = d_ * s;                           \
+            if (up) xbn.c = xbn.c + (m4.c * en4.c) * tBM.c;                         \
+        }                                                                           \
+    }
+
+/* Row i < L, node k (component c), from row i+1 (nm4, ni4: final, rescaled) and node k+1 of
+ * row i (mpv_next = M(i+1,k+1) e(x_{i+1},k+1), dnext = D(i,k+1) before rescaling, node k+1's
+ * tIM, tDM, tMM in tim, tdm, tmm).  The same float expressions as the three-pass form:
+ *   I = ipv tII + mpv_next tIM';  D = mpv_next tDM' + (dnext tDD + xE);
+ *   M = ((ipv tMI + mpv_next tMM') + xE) + dnext tMD;  then * 1/scale.
+ * With `up`, row i-1's B(i-1) lane sums take M(i,k) e(x_i,k) tBM_k. */
+#define BCK_NODE(c) {                                                               \
+        if (4 * q + 1 + BCK_LANE_##c > M) {                                         \
+            m4.c = 0.0f; i4.c = 0.0f; d4.c = 0.0f;                                  \
+        } else {                                                                    \
+            const float ipv_ = ni4.c;                                               \
+            const float mpk_ = nm4.c * e4.c;                                        \
+            const float iv_ = ipv_ * tII.c + mpv_next * tim;                        \
+            float dv_ = mpv_next * tdm;                                             \
+            float mv_ = ipv_ * tMI.c + mpv_next * tmm;                              \
+            mpv_next = mpk_;                                                        \
+            const float dn_ = dnext;                                                \
+            dv_ = dv_ + (dnext * tDD.c + xE);                                       \
+            dnext = dv_;                                                            \
+            mv_ = mv_ + xE;                                                         \
+            mv_ = mv_ + dn_ * tMD.c;                                                \
+            m4.c = mv_ * s; i4.c = iv_ * s; d4.c = dv_ * s;                         \
+            if (up) xbn.c = xbn.c + (m4.c * en4.c) * tBM.c;                         \
+        }                                                                           \
+        tim = tIM.c; tdm = tDM.c; tmm = tMM.c;                                      \
+    }
+#define BCK_LANE_x 0
+#define BCK_LANE_y 1
+#define BCK_LANE_z 2
+#define BCK_LANE_w 3
+
+/* Backward (p7_Backward / p7_BackwardParser), scaled by the Forward's factors (or its own when
+ * they do not suffice).  Forward specials at fx0 + i * xrow (their SCALE is read); matrix row i at
+ * mat0 + i * mrow (mrow = 0: one row in place); Backward specials at bx0 + i * xrow.
+ * Returns has_own_scales. */
 int backward_pass(__global const uchar *dsq, const int L, const int M, const int W,
-                  __global const float *msc, __global const float *tsc, const float4 xfm,
-                  __global const float *fxmx, __global float *mat, const int full,
-                  __global float *bxmx)
+                  __global const float *msc, const int exs, const int ews,
+                  __global const float *tsc, const float4 xfm,
+                  __global float *p, const int ws, const long fx0, const long mat0, const int mrow,
+                  const long bx0, const int xrow)
 {
     const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    const int Q4 = W >> 2;
+    __global const float4 *t4 = (__global const float4 *) tsc;
     int own = 0;
-    __global float *cur = full ? mat + (long) L * 3 * W : mat;
     float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
     float xC = nmove;
     float xE = xC * emove;
-    {
-        __global float *cm = cur, *ci = cur + W, *cd = cur + 2 * W;
-        for (int k = 0; k < W; k++) { ci[k] = 0.0f; cm[k] = xE; cd[k] = xE; }
+    float4 xbn = (float4) (0.0f);   /* lane sums of the next row's B, from this row's M cells */
+    {   /* row L */
+        const float sc = p[el(fx0 + (long) L * xrow + XSCALE, ws)];
+        const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
+        const int up = (L >= 2);
+        __global float4 *cur = words(p, ws, mat0 + (long) L * mrow);
+        __global const float *en = msc + (int) dsq[up ? L - 1 : 0] * exs;   /* x_L, for B(L-1) */
         float dnext = 0.0f;
-        for (int k = M; k >= 1; k--) {   /* D(k) = xE + D(k+1) tDD(k) */
-            cd[k - 1] = cd[k - 1] + dnext * TR(tsc, k, T_DD);
-            dnext = cd[k - 1];
+        for (int q = Q4 - 1; q >= 0; q--) {
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMD = tq[T_MD], tDD = tq[T_DD];
+            const float4 en4 = *(__global const float4 *) (en + q * ews);
+            float4 m4, d4;
+            BCK_LAST_NODE(w) BCK_LAST_NODE(z) BCK_LAST_NODE(y) BCK_LAST_NODE(x)
+            cur[q * ws] = m4; cur[(Q4 + q) * ws] = (float4) (0.0f); cur[(2 * Q4 + q) * ws] = d4;
         }
-        for (int k = M + 1; k <= W; k++) cd[k - 1] = cm[k - 1] = 0.0f;
-        dnext = 0.0f;
-        for (int k = M; k >= 1; k--) {
-            cm[k - 1] = cm[k - 1] + dnext * TR(tsc, k, T_MD);
-            dnext = cd[k - 1];
-        }
-        const float sc = fxmx[L * NX + XSCALE];
-        if (sc > 1.0f) {
-            xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc;
-            rescale_row(cur, 3 * W, sc);
-        }
-        __global float *xr = bxmx + L * NX;
-        xr[XSCALE] = sc;
-        xr[XE] = xE; xr[XN] = xN; xr[XJ] = xJ; xr[XB] = xB; xr[XC] = xC;
+        if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc; }
+        const long xr = bx0 + (long) L * xrow;
+        p[el(xr + XSCALE, ws)] = sc;
+        p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
     for (int i = L - 1; i >= 1; i--) {
-        __global float *nxt = full ? mat + (long) (i + 1) * 3 * W : mat;
-        cur = full ? mat + (long) i * 3 * W : mat;
-        __global float *nm = nxt, *ni = nxt + W;
-        __global float *cm = cur, *ci = cur + W, *cd = cur + 2 * W;
-        __global const float *e = msc + (int) dsq[i] * W;   /* x_{i+1} */
-        float mpv_next = 0.0f;   /* M(i+1,k+1) * e(k+1) */
-        float xBl[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = M; k >= 1; k--) {
-            const float ipv = ni[k - 1];
-            const float mpk = nm[k - 1] * e[k - 1];
-            const float tim = (k < M) ? TR(tsc, k + 1, T_IM) : 0.0f;
-            const float tdm = (k < M) ? TR(tsc, k + 1, T_DM) : 0.0f;
-            const float tmm = (k < M) ? TR(tsc, k + 1, T_MM) : 0.0f;
-            ci[k - 1] = ipv * TR(tsc, k, T_II) + mpv_next * tim;
-            cd[k - 1] = mpv_next * tdm;
-            cm[k - 1] = ipv * TR(tsc, k, T_MI) + mpv_next * tmm;
-            xBl[(k - 1) & 3] = xBl[(k - 1) & 3] + mpk * TR(tsc, k, T_BM);
-            mpv_next = mpk;
-        }
-        for (int k = M + 1; k <= W; k++) ci[k - 1] = cd[k - 1] = cm[k - 1] = 0.0f;
-        xB = (xBl[0] + xBl[1]) + (xBl[2] + xBl[3]);
+        xB = (xbn.x + xbn.y) + (xbn.z + xbn.w);
+        xbn = (float4) (0.0f);
         xC = xC * nloop;
         xJ = (xB * nmove) + (xJ * nloop);
         xN = (xB * nmove) + (xN * nloop);
         xE = (xC * emove) + (xJ * eloop);
-        float dnext = 0.0f;
-        for (int k = M; k >= 1; k--) {
-            cd[k - 1] = cd[k - 1] + (dnext * TR(tsc, k, T_DD) + xE);
-            dnext = cd[k - 1];
-            cm[k - 1] = cm[k - 1] + xE;
-        }
-        dnext = 0.0f;
-        for (int k = M; k >= 1; k--) {
-            cm[k - 1] = cm[k - 1] + dnext * TR(tsc, k, T_MD);
-            dnext = cd[k - 1];
-        }
         if (xB > 1.0e16f) own = 1;
         float sc;
         if (own) sc = (xB > 1.0e4f) ? xB : 1.0f;
-        else     sc = fxmx[i * NX + XSCALE];
-        if (sc > 1.0f) {
-            xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc;
-            rescale_row(cur, 3 * W, sc);
+        else     sc = p[el(fx0 + (long) i * xrow + XSCALE, ws)];
+        const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
+        const int up = (i >= 2);
+        __global float4 *nxt = words(p, ws, mat0 + (long) (i + 1) * mrow);
+        __global float4 *cur = words(p, ws, mat0 + (long) i * mrow);
+        __global const float *e = msc + (int) dsq[i] * exs;                  /* x_{i+1} */
+        __global const float *en = msc + (int) dsq[up ? i - 1 : 0] * exs;    /* x_i, for B(i-1) */
+        float mpv_next = 0.0f, dnext = 0.0f, tim = 0.0f, tdm = 0.0f, tmm = 0.0f;
+        for (int q = Q4 - 1; q >= 0; q--) {
+            const float4 nm4 = nxt[q * ws], ni4 = nxt[(Q4 + q) * ws];
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
+            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II], tDD = tq[T_DD];
+            const float4 e4 = *(__global const float4 *) (e + q * ews);
+            const float4 en4 = *(__global const float4 *) (en + q * ews);
+            float4 m4, i4, d4;
+            BCK_NODE(w) BCK_NODE(z) BCK_NODE(y) BCK_NODE(x)
+            cur[q * ws] = m4; cur[(Q4 + q) * ws] = i4; cur[(2 * Q4 + q) * ws] = d4;
         }
-        __global float *xr = bxmx + i * NX;
-        xr[XSCALE] = sc;
-        xr[XE] = xE; xr[XN] = xN; xr[XJ] = xJ; xr[XB] = xB; xr[XC] = xC;
+        if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
+        const long xr = bx0 + (long) i * xrow;
+        p[el(xr + XSCALE, ws)] = sc;
+        p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
-    /* row 0: only N and B */
-    {
-        __global float *nm = full ? mat + 3 * W : mat;
-        __global const float *e = msc + (int) dsq[0] * W;
-        float xBl[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = 1; k <= M; k++) {
-            float mpv = nm[k - 1] * e[k - 1];
-            mpv = mpv * TR(tsc, k, T_BM);
-            xBl[(k - 1) & 3] = xBl[(k - 1) & 3] + mpv;
+    {   /* row 0: only N and B; B's lane sums in ascending node order, as HMMER's last pass */
+        __global float4 *nm = words(p, ws, mat0 + (long) mrow);
+        __global const float *e = msc + (int) dsq[0] * exs;
+        float4 xbl = (float4) (0.0f);
+        for (int q = 0; q < Q4; q++) {
+            const float4 nm4 = nm[q * ws];
+            const float4 tBM = t4[q * 8 + T_BM];
+            const float4 e4 = *(__global const float4 *) (e + q * ews);
+            if (4 * q + 1 <= M) xbl.x = xbl.x + (nm4.x * e4.x) * tBM.x;
+            if (4 * q + 2 <= M) xbl.y = xbl.y + (nm4.y * e4.y) * tBM.y;
+            if (4 * q + 3 <= M) xbl.z = xbl.z + (nm4.z * e4.z) * tBM.z;
+            if (4 * q + 4 <= M) xbl.w = xbl.w + (nm4.w * e4.w) * tBM.w;
         }
-        xB = (xBl[0] + xBl[1]) + (xBl[2] + xBl[3]);
+        xB = (xbl.x + xbl.y) + (xbl.z + xbl.w);
         xN = (xB * nmove) + (xN * nloop);
-        __global float *xr = bxmx;
-        xr[XB] = xB; xr[XC] = 0.0f; xr[XJ] = 0.0f; xr[XN] = xN; xr[XE] = 0.0f; xr[XSCALE] = 1.0f;
-        if (full) {
-            __global float *r0 = mat;
-            for (int k = 0; k < 3 * W; k++) r0[k] = 0.0f;
+        const long xr = bx0;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = 0.0f; p[el(xr + XJ, ws)] = 0.0f;
+        p[el(xr + XN, ws)] = xN; p[el(xr + XE, ws)] = 0.0f; p[el(xr + XSCALE, ws)] = 1.0f;
+        if (mrow != 0) {
+            __global float4 *r0 = words(p, ws, mat0);
+            for (int q = 0; q < 3 * Q4; q++) r0[q * ws] = (float4) (0.0f);
         }
     }
     return own;
 }
 
-/* Whole-target Forward + Backward parsers and p7_DomainDecoding.
- * Per job: scratch at scr + scr_off[j]: 2 rows (3W each) + 2 * (L+1) * 6 specials.
- * Output at dd + dd_off[j]: (L+1) * 3 floats: btot, etot, mocc; info[j]: fwd, bck score, own scales. */
+/* Whole-target Forward + Backward parsers, p7_DomainDecoding and the region loop.
+ *
+ * Jobs j0 .. n_jobs-1 (global id + j0), job[j] = (sequence, model); scr_off[j]: float offset of
+ * the job's word-interleaved scratch (ws = work-group size; see the file comment).
+ * Output row j of out, 6 + 2 * region_cap ints: floats fwd score, bck score (nats), own scales,
+ * range error (scaleproduct overflowed), nexpected = btot[L]; int count of regions; then up to
+ * region_cap regions as (i, 2 j + is_multidomain).  count > region_cap: only the first
+ * region_cap are written (the host redoes that pair from btot, etot, mocc in the scratch). */
 __kernel void fb_parser(
     __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len,
     __global const float4 *seq_xfm,
-    __global const int *job_seq, __global const int *job_model, const int n_jobs,
+    __global const int2 *job, __global const long *scr_off, const int j0, const int n_jobs,
     __global const float *msc, __global const long *msc_off,
     __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, __global const long *scr_off,
-    __global float *dd, __global const long *dd_off, __global float4 *info)
+    __global float *scr, const int region_cap, __global int *out)
 {
-    const int j = get_global_id(0);
+    const int j = j0 + get_global_id(0);
     if (j >= n_jobs) return;
-    const int s = job_seq[j], m = job_model[j];
+    const int ws = get_local_size(0);
+    const int s = job[j].x, m = job[j].y;
     const int M = model_M[m];
     const int W = (M + 3) / 4 * 4;
     const int L = seq_len[s];
@@ -258,42 +375,106 @@ __kernel void fb_parser(
     __global const float *e = msc + msc_off[m] * 4;
     __global const float *t = tsc + tsc_off[m] * 4;
     const float4 xfm = seq_xfm[s];
-    __global float *frow = scr + scr_off[j];
-    __global float *brow = frow + 3 * W;
-    __global float *fx = brow + 3 * W;
-    __global float *bx = fx + (L + 1) * NX;
-    const float fsc = forward_pass(x, L, M, W, e, t, xfm, frow, 0, fx);
-    const int own = backward_pass(x, L, M, W, e, t, xfm, fx, brow, 0, bx);
-    __global float *out = dd + dd_off[j];
-    float scaleproduct = inv_as_hmmer(bx[XN]);
+    __global float *p = scr + scr_off[j];
+    const long rec0 = 6 * (long) W;   /* residue records: fx, bx, btot, etot, mocc */
+    const float fsc = forward_pass(x, L, W, e, 4, 4 * KP, t, xfm, p, ws, 0, 0, rec0, REC);
+    const int own = backward_pass(x, L, M, W, e, 4, 4 * KP, t, xfm, p, ws, rec0, 3 * (long) W, 0,
+                                  rec0 + R_BX, REC);
+#define FXR(i, c) p[el(rec0 + (long) (i) * REC + (c), ws)]
+#define BXR(i, c) p[el(rec0 + (long) (i) * REC + R_BX + (c), ws)]
+#define DDR(i, c) p[el(rec0 + (long) (i) * REC + (c), ws)]
+    const float bxn0 = BXR(0, XN);
+    float scaleproduct = inv_as_hmmer(bxn0);
     float btot = 0.0f, etot = 0.0f;
-    out[0] = 0.0f; out[1] = 0.0f; out[2] = 0.0f;
+    DDR(0, R_BTOT) = 0.0f; DDR(0, R_ETOT) = 0.0f; DDR(0, R_MOCC) = 0.0f;
     const float nloop = xfm.y;
+    __global int *o = out + (long) j * (6 + 2 * region_cap);
+    /* region loop state (find_regions): open start ri (-1: none), triggered */
+    int ri = -1, trig = 0, nreg = 0;
+    float bprev = 0.0f, eprev = 0.0f;
     for (int i = 1; i <= L; i++) {
-        btot = btot + (((fx[(i - 1) * NX + XB] * bx[(i - 1) * NX + XB]) * fx[(i - 1) * NX + XSCALE]) * scaleproduct);
-        if (own) scaleproduct = scaleproduct * (fx[(i - 1) * NX + XSCALE] / bx[(i - 1) * NX + XSCALE]);
-        etot = etot + (((fx[i * NX + XE] * bx[i * NX + XE]) * fx[i * NX + XSCALE]) * scaleproduct);
-        float njcp = ((fx[(i - 1) * NX + XN] * bx[i * NX + XN]) * nloop) * scaleproduct;
-        njcp = njcp + ((fx[(i - 1) * NX + XJ] * bx[i * NX + XJ]) * nloop) * scaleproduct;
-        njcp = njcp + ((fx[(i - 1) * NX + XC] * bx[i * NX + XC]) * nloop) * scaleproduct;
-        out[i * 3 + 0] = btot;
-        out[i * 3 + 1] = etot;
+        btot = btot + (((FXR(i - 1, XB) * BXR(i - 1, XB)) * FXR(i - 1, XSCALE)) * scaleproduct);
+        if (own) scaleproduct = scaleproduct * (FXR(i - 1, XSCALE) / BXR(i - 1, XSCALE));
+        etot = etot + (((FXR(i, XE) * BXR(i, XE)) * FXR(i, XSCALE)) * scaleproduct);
+        float njcp = ((FXR(i - 1, XN) * BXR(i, XN)) * nloop) * scaleproduct;
+        njcp = njcp + ((FXR(i - 1, XJ) * BXR(i, XJ)) * nloop) * scaleproduct;
+        njcp = njcp + ((FXR(i - 1, XC) * BXR(i, XC)) * nloop) * scaleproduct;
 #ifdef cl_khr_fp64
-        out[i * 3 + 2] = (float) (1.0 - (double) njcp);
+        const float mocc = (float) (1.0 - (double) njcp);
 #else
-        out[i * 3 + 2] = 1.0f - njcp;
+        const float mocc = 1.0f - njcp;
 #endif
+        DDR(i, R_BTOT) = btot; DDR(i, R_ETOT) = etot; DDR(i, R_MOCC) = mocc;
+        /* find_regions: each difference is rounded to float before the next subtraction */
+        if (!trig) {
+            const float bdiff = btot - bprev;
+            const float lowb = mocc - bdiff;
+            if (lowb < RT2) ri = i;
+            else if (ri == -1) ri = i;
+            if (mocc >= RT1) trig = 1;
+        } else {
+            const float ediff = etot - eprev;
+            const float lowe = mocc - ediff;
+            if (lowe < RT2) {
+                /* _is_multidomain(ri, i): max over z of min(etot[z] - etot[ri-1], btot[i] - btot[z-1])
+                 * >= rt3, false when any term is NaN (numpy's max propagates it, Python's max drops it) */
+                const float e0 = DDR(ri - 1, R_ETOT);
+                float mx = -1.0f;
+                int nan = 0;
+                for (int z = ri; z <= i; z++) {
+                    const float ev = DDR(z, R_ETOT) - e0;
+                    const float bv = btot - DDR(z - 1, R_BTOT);
+                    if (isnan(ev) || isnan(bv)) nan = 1;
+                    else mx = fmax(mx, (ev < bv) ? ev : bv);
+                }
+                const int multi = (!nan && mx >= RT3) ? 1 : 0;
+                if (nreg < region_cap) { o[6 + 2 * nreg] = ri; o[7 + 2 * nreg] = 2 * i + multi; }
+                nreg++;
+                ri = -1; trig = 0;
+            }
+        }
+        bprev = btot; eprev = etot;
     }
-    info[j] = (float4) (fsc, LOG_AS_HMMER(bx[XN]), (float) own, isinf(scaleproduct) ? 1.0f : 0.0f);
+#undef FXR
+#undef BXR
+#undef DDR
+    o[0] = as_int(fsc);
+    o[1] = as_int(LOG_AS_HMMER(bxn0));
+    o[2] = as_int((float) own);
+    o[3] = as_int(isinf(scaleproduct) ? 1.0f : 0.0f);
+    o[4] = as_int(btot);
+    o[5] = nreg;
 }
 
 /* Striped position of node k (1-based) for a model with Q vectors. */
 inline int striped_rank(const int k, const int Q) { return ((k - 1) % Q) * 4 + (k - 1) / Q; }
 
+/* OA row, node k (component c): M and I from row i-1 (node k-1 in pm, pi, pd; node k in om, oi)
+ * and the posteriors; then the D chain (D(k) = dv; dv <- max(masked M(k), masked D(k))) and E. */
+#define OA_NODE(c) {                                                                \
+        float sv_ = (tBM.c > 0.0f) ? xBv : 0.0f;                                    \
+        sv_ = fmax(sv_, (tMM.c > 0.0f) ? pm : 0.0f);                                \
+        sv_ = fmax(sv_, (tIM.c > 0.0f) ? pi : 0.0f);                                \
+        sv_ = fmax(sv_, (tDM.c > 0.0f) ? pd : 0.0f);                                \
+        sv_ = sv_ + ppm.c;                                                          \
+        pm = om.c; pi = oi.c; pd = od.c;                                            \
+        float iv_ = (tMI.c > 0.0f) ? pm : 0.0f;                                     \
+        iv_ = fmax(iv_, (tII.c > 0.0f) ? pi : 0.0f);                                \
+        m4.c = sv_; i4.c = iv_ + ppi.c; d4.c = dv;                                  \
+        const float a_ = (tMD.c > 0.0f) ? sv_ : 0.0f;                               \
+        const float b_ = (tDD.c > 0.0f) ? dv : 0.0f;                                \
+        xE = fmax(xE, fmax(sv_, dv));                                               \
+        dv = fmax(a_, b_);                                                          \
+    }
+
 /* Envelope job: see the file comment.
- * scratch per job: F matrix, fx, B matrix, bx, px, ox ((Ld+1) * 3W floats per matrix, (Ld+1) * 6 per specials).
- * out per job: n2 weights: [0..M-1] M weights, [M..2M-1] I weights, [2M] N+C+J factor ... see host.
- * tr per job: up to Ld + M + 8 entries of (state, k, i, pp) written from the end (T) backwards. */
+ * mode & 2: msc is the node-major emission table, else the filters' [x][W] one.
+ * mode & 1 (full): scratch in the word-interleaved layout (ws = work-group size; the host groups jobs);
+ *   null2[null2_off[j] + 0..19]: the 20 canonical null2 odds (before degeneracy averaging);
+ *   trace + trace_off[j], trace_pp + trace_off[j]: up to Ld + M + 8 entries of (state, k, i, 0)
+ *   and their posteriors, written from the end of the slot (T) backwards;
+ *   info[j] = (envelope score nats, OA score, entries or -1 on failure, 1 if decoding overflowed).
+ * mode & 1 == 0: Forward only, contiguous F and fx at scr + scr_off[j]; info[j] = (score, 0, 0, 0). */
 __kernel void envelope(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,
@@ -311,130 +492,147 @@ __kernel void envelope(
     const int s = job_seq[j], m = job_model[j];
     const int M = model_M[m];
     const int W = (M + 3) / 4 * 4;
+    const int Q4 = W >> 2;
     const int Q = max(2, (M - 1) / 4 + 1);
     const int Ld = job_len[j];
     __global const uchar *x = dsq + seq_off[s] + (job_i[j] - 1);
     __global const float *e = msc + msc_off[m] * 4;
     __global const float *t = tsc + tsc_off[m] * 4;
+    __global const float4 *t4 = (__global const float4 *) t;
     const float4 xfm = job_xfm[j];
-    const long msize = (long) (Ld + 1) * 3 * W;
-    __global float *F = scr + scr_off[j];
-    __global float *fx = F + msize;                 /* mode 0 needs only F and fx: a prefix */
-    __global float *B = fx + (Ld + 1) * NX;
-    __global float *bx = B + msize;
-    __global float *px = bx + (Ld + 1) * NX;
-    __global float *ox = px + (Ld + 1) * NX;
+    __global float *p = scr + scr_off[j];
+    const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
 
-    const float envsc = forward_pass(x, Ld, M, W, e, t, xfm, F, 1, fx);
-    if (mode == 0) { info[j] = (float4) (envsc, 0.0f, 0.0f, 0.0f); return; }
-    const int own = backward_pass(x, Ld, M, W, e, t, xfm, fx, B, 1, bx);
+    if ((mode & 1) == 0) {
+        const float envsc = forward_pass(x, Ld, W, e, exs, ews, t, xfm, p, 1, 0, 3 * W,
+                                         (long) (Ld + 1) * 3 * W, NX);
+        info[j] = (float4) (envsc, 0.0f, 0.0f, 0.0f);
+        return;
+    }
+    const int ws = get_local_size(0);
+    const int R = 6 * W + 24;              /* floats per row: F, B, fx, bx, px, ox */
+    const long B0 = 3 * W, fx0 = 6 * W, bx0 = fx0 + NX, px0 = bx0 + NX, ox0 = px0 + NX;
+#define FC(i, st, k) p[el((long) (i) * R + (st) * W + (k) - 1, ws)]        /* F / OA cell */
+#define BC(i, st, k) p[el((long) (i) * R + B0 + (st) * W + (k) - 1, ws)]   /* B / posterior cell */
+#define FX(i, c) p[el((long) (i) * R + fx0 + (c), ws)]
+#define BX(i, c) p[el((long) (i) * R + bx0 + (c), ws)]
+#define PX(i, c) p[el((long) (i) * R + px0 + (c), ws)]
+#define OX(i, c) p[el((long) (i) * R + ox0 + (c), ws)]
+#define FROW(i) words(p, ws, (long) (i) * R)
+#define BROW(i) words(p, ws, (long) (i) * R + B0)
+
+    const float envsc = forward_pass(x, Ld, W, e, exs, ews, t, xfm, p, ws, 0, R, fx0, R);
+    const int own = backward_pass(x, Ld, M, W, e, exs, ews, t, xfm, p, ws, fx0, B0, R, bx0, R);
 
     /* p7_Decoding: B <- posterior probabilities (D cells 0). */
-    float scaleproduct = inv_as_hmmer(bx[XN]);
+    float scaleproduct = inv_as_hmmer(BX(0, XN));
     const float nloop = xfm.y, eloop_cfg = xfm.w, emove_cfg = xfm.z, nmove = xfm.x;
-    for (int k = 0; k < 3 * W; k++) B[k] = 0.0f;
-    px[XE] = px[XN] = px[XJ] = px[XC] = px[XB] = 0.0f; px[XSCALE] = 1.0f;
+    {
+        __global float4 *b = BROW(0);
+        for (int q = 0; q < 3 * Q4; q++) b[q * ws] = (float4) (0.0f);
+    }
+    PX(0, XE) = 0.0f; PX(0, XN) = 0.0f; PX(0, XJ) = 0.0f; PX(0, XC) = 0.0f; PX(0, XB) = 0.0f;
+    PX(0, XSCALE) = 1.0f;
     for (int i = 1; i <= Ld; i++) {
-        __global float *f = F + (long) i * 3 * W;
-        __global float *b = B + (long) i * 3 * W;
-        const float totr = scaleproduct * fx[i * NX + XSCALE];
-        for (int k = 0; k < W; k++) {
-            b[k] = (f[k] * b[k]) * totr;
-            b[2 * W + k] = 0.0f;
-            b[W + k] = (f[W + k] * b[W + k]) * totr;
+        __global float4 *f = FROW(i);
+        __global float4 *b = BROW(i);
+        const float totr = scaleproduct * FX(i, XSCALE);
+        for (int q = 0; q < Q4; q++) {
+            b[q * ws] = (f[q * ws] * b[q * ws]) * totr;
+            b[(2 * Q4 + q) * ws] = (float4) (0.0f);
+            b[(Q4 + q) * ws] = (f[(Q4 + q) * ws] * b[(Q4 + q) * ws]) * totr;
         }
-        px[i * NX + XE] = 0.0f;
-        px[i * NX + XN] = ((fx[(i - 1) * NX + XN] * bx[i * NX + XN]) * nloop) * scaleproduct;
-        px[i * NX + XJ] = ((fx[(i - 1) * NX + XJ] * bx[i * NX + XJ]) * nloop) * scaleproduct;
-        px[i * NX + XC] = ((fx[(i - 1) * NX + XC] * bx[i * NX + XC]) * nloop) * scaleproduct;
-        px[i * NX + XB] = 0.0f;
-        if (own) scaleproduct = scaleproduct * (fx[i * NX + XSCALE] / bx[i * NX + XSCALE]);
+        PX(i, XE) = 0.0f;
+        PX(i, XN) = ((FX(i - 1, XN) * BX(i, XN)) * nloop) * scaleproduct;
+        PX(i, XJ) = ((FX(i - 1, XJ) * BX(i, XJ)) * nloop) * scaleproduct;
+        PX(i, XC) = ((FX(i - 1, XC) * BX(i, XC)) * nloop) * scaleproduct;
+        PX(i, XB) = 0.0f;
+        if (own) scaleproduct = scaleproduct * (FX(i, XSCALE) / BX(i, XSCALE));
     }
     if (isinf(scaleproduct)) { info[j] = (float4) (envsc, 0.0f, 0.0f, 1.0f); return; }
 
-    /* p7_Null2_ByExpectation, up to the odds: per-node posterior weights in the striped lane order. */
+    /* p7_Null2_ByExpectation, up to the odds: per-node posterior weights in the striped lane order.
+     * Workspace: row 0 of F, W M weights then W I weights. */
     {
         __global float *n2 = null2 + null2_off[j];
-        __global float *acc = F;   /* row 0 of F is free workspace: W M weights, W I weights */
-        __global float *b1 = B + 3 * W;
-        for (int k = 0; k < W; k++) { acc[k] = b1[k]; acc[W + k] = b1[W + k]; }
-        float aN = px[NX + XN], aC = px[NX + XC], aJ = px[NX + XJ];
+        __global float4 *acc = FROW(0);
+        {
+            __global float4 *b1 = BROW(1);
+            for (int q = 0; q < Q4; q++) { acc[q * ws] = b1[q * ws]; acc[(Q4 + q) * ws] = b1[(Q4 + q) * ws]; }
+        }
+        float aN = PX(1, XN), aC = PX(1, XC), aJ = PX(1, XJ);
         for (int i = 2; i <= Ld; i++) {
-            __global float *b = B + (long) i * 3 * W;
-            for (int k = 0; k < W; k++) { acc[k] = b[k] + acc[k]; acc[W + k] = b[W + k] + acc[W + k]; }
-            aN = aN + px[i * NX + XN]; aC = aC + px[i * NX + XC]; aJ = aJ + px[i * NX + XJ];
+            __global float4 *b = BROW(i);
+            for (int q = 0; q < Q4; q++) {
+                acc[q * ws] = b[q * ws] + acc[q * ws];
+                acc[(Q4 + q) * ws] = b[(Q4 + q) * ws] + acc[(Q4 + q) * ws];
+            }
+            aN = aN + PX(i, XN); aC = aC + PX(i, XC); aJ = aJ + PX(i, XJ);
         }
 #ifdef cl_khr_fp64
         const float norm = (float) (1.0 / (double) (float) Ld);
 #else
         const float norm = 1.0f / (float) Ld;
 #endif
-        for (int k = 0; k < W; k++) { acc[k] = acc[k] * norm; acc[W + k] = acc[W + k] * norm; }
+        for (int q = 0; q < 2 * Q4; q++) acc[q * ws] = acc[q * ws] * norm;
         aN = aN * norm; aC = aC * norm; aJ = aJ * norm;
         const float xfactor = (aN + aC) + aJ;
         for (int r = 0; r < 20; r++) {
             float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            __global const float *er = e + r * W;
+            __global const float *er = e + r * exs;
             for (int q = 0; q < Q; q++)
                 for (int l = 0; l < 4; l++) {
                     const int k = l * Q + q + 1;
                     if (k > M) continue;
-                    lane[l] = lane[l] + acc[k - 1] * er[k - 1];
-                    lane[l] = lane[l] + acc[W + k - 1];
+                    lane[l] = lane[l] + FC(0, 0, k) * er[((k - 1) >> 2) * ews + ((k - 1) & 3)];
+                    lane[l] = lane[l] + FC(0, 1, k);
                 }
             n2[r] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + xfactor;
         }
-        for (int k = 0; k < 3 * W; k++) F[k] = 0.0f;
     }
 
     /* p7_OptimalAccuracy: F <- OA scores.  Masked transitions (probability 0)
      * contribute 0.0, as HMMER's and-with-compare does. */
     const float NEG = -INFINITY;
-    for (int k = 0; k < 3 * W; k++) F[k] = NEG;
-    ox[XE] = NEG; ox[XN] = 0.0f; ox[XJ] = NEG; ox[XB] = 0.0f; ox[XC] = NEG; ox[XSCALE] = 1.0f;
-    for (int i = 1; i <= Ld; i++) {
-        __global float *prv = F + (long) (i - 1) * 3 * W;
-        __global float *cur = F + (long) i * 3 * W;
-        __global float *pp = B + (long) i * 3 * W;
-        const float xBv = ox[(i - 1) * NX + XB];
-        float xE = NEG;
-        float dprev_row_m = NEG, dprev_row_i = NEG, dprev_row_d = NEG;  /* row i-1, node k-1 */
-        for (int k = 1; k <= W; k++) {
-            float sv = (TR(t, k, T_BM) > 0.0f) ? xBv : 0.0f;
-            sv = fmax(sv, (TR(t, k, T_MM) > 0.0f) ? dprev_row_m : 0.0f);
-            sv = fmax(sv, (TR(t, k, T_IM) > 0.0f) ? dprev_row_i : 0.0f);
-            sv = fmax(sv, (TR(t, k, T_DM) > 0.0f) ? dprev_row_d : 0.0f);
-            sv = sv + pp[k - 1];
-            dprev_row_m = prv[k - 1]; dprev_row_i = prv[W + k - 1]; dprev_row_d = prv[2 * W + k - 1];
-            cur[k - 1] = sv;
-            float iv = (TR(t, k, T_MI) > 0.0f) ? dprev_row_m : 0.0f;
-            iv = fmax(iv, (TR(t, k, T_II) > 0.0f) ? dprev_row_i : 0.0f);
-            cur[W + k - 1] = iv + pp[W + k - 1];
-        }
-        /* D chain: D(1) = -inf, D(k+1) = max(mask(tMD_k) M(k), mask(tDD_k) D(k)) */
-        float dv = NEG;
-        for (int k = 1; k <= W; k++) {
-            cur[2 * W + k - 1] = dv;
-            const float a = (TR(t, k, T_MD) > 0.0f) ? cur[k - 1] : 0.0f;
-            const float b = (TR(t, k, T_DD) > 0.0f) ? dv : 0.0f;
-            dv = fmax(a, b);
-        }
-        for (int k = 0; k < W; k++) xE = fmax(xE, fmax(cur[k], cur[2 * W + k]));
-        __global float *xr = ox + i * NX;
-        __global const float *xp = ox + (i - 1) * NX;
-        xr[XE] = xE;
-        float t1 = (nloop == 0.0f) ? 0.0f : xp[XJ] + px[i * NX + XJ];
-        float t2 = (eloop_cfg == 0.0f) ? 0.0f : xE;
-        xr[XJ] = fmax(t1, t2);
-        t1 = (nloop == 0.0f) ? 0.0f : xp[XC] + px[i * NX + XC];
-        t2 = (emove_cfg == 0.0f) ? 0.0f : xE;
-        xr[XC] = fmax(t1, t2);
-        xr[XN] = (nloop == 0.0f) ? 0.0f : xp[XN] + px[i * NX + XN];
-        t1 = (nmove == 0.0f) ? 0.0f : xr[XN];
-        t2 = (nmove == 0.0f) ? 0.0f : xr[XJ];
-        xr[XB] = fmax(t1, t2);
+    {
+        __global float4 *f0 = FROW(0);
+        for (int q = 0; q < 3 * Q4; q++) f0[q * ws] = (float4) (NEG);
     }
-    const float oasc = ox[Ld * NX + XC];
+    OX(0, XE) = NEG; OX(0, XN) = 0.0f; OX(0, XJ) = NEG; OX(0, XB) = 0.0f; OX(0, XC) = NEG;
+    OX(0, XSCALE) = 1.0f;
+    for (int i = 1; i <= Ld; i++) {
+        __global float4 *prv = FROW(i - 1);
+        __global float4 *cur = FROW(i);
+        __global float4 *pp = BROW(i);
+        const float xBv = OX(i - 1, XB);
+        float xE = NEG;
+        float pm = NEG, pi = NEG, pd = NEG;   /* row i-1, node k-1 */
+        float dv = NEG;                       /* D(i,k) of the chain */
+        for (int q = 0; q < Q4; q++) {
+            const float4 om = prv[q * ws], oi = prv[(Q4 + q) * ws], od = prv[(2 * Q4 + q) * ws];
+            const float4 ppm = pp[q * ws], ppi = pp[(Q4 + q) * ws];
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
+            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II], tDD = tq[T_DD];
+            float4 m4, i4, d4;
+            OA_NODE(x) OA_NODE(y) OA_NODE(z) OA_NODE(w)
+            cur[q * ws] = m4; cur[(Q4 + q) * ws] = i4; cur[(2 * Q4 + q) * ws] = d4;
+        }
+        OX(i, XE) = xE;
+        float t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XJ) + PX(i, XJ);
+        float t2 = (eloop_cfg == 0.0f) ? 0.0f : xE;
+        const float oj = fmax(t1, t2);
+        OX(i, XJ) = oj;
+        t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XC) + PX(i, XC);
+        t2 = (emove_cfg == 0.0f) ? 0.0f : xE;
+        OX(i, XC) = fmax(t1, t2);
+        const float on = (nloop == 0.0f) ? 0.0f : OX(i - 1, XN) + PX(i, XN);
+        OX(i, XN) = on;
+        t1 = (nmove == 0.0f) ? 0.0f : on;
+        t2 = (nmove == 0.0f) ? 0.0f : oj;
+        OX(i, XB) = fmax(t1, t2);
+    }
+    const float oasc = OX(Ld, XC);
 
     /* p7_OATrace, written backwards from the end of this job's trace slot. */
     __global int4 *tr = trace + trace_off[j];
@@ -449,12 +647,11 @@ __kernel void envelope(
         int s1 = -1;
         if (n >= cap) { ok = 0; break; }
         if (s0 == ST_M) {
-            __global float *prv = F + (long) (i - 1) * 3 * W;
             float path[4];
-            const float mv = (k > 1) ? prv[k - 2] : 0.0f;
-            const float iv = (k > 1) ? prv[W + k - 2] : 0.0f;
-            const float dvv = (k > 1) ? prv[2 * W + k - 2] : 0.0f;
-            path[3] = (TR(t, k, T_BM) == 0.0f) ? NEG : ox[(i - 1) * NX + XB];
+            const float mv = (k > 1) ? FC(i - 1, 0, k - 1) : 0.0f;
+            const float iv = (k > 1) ? FC(i - 1, 1, k - 1) : 0.0f;
+            const float dvv = (k > 1) ? FC(i - 1, 2, k - 1) : 0.0f;
+            path[3] = (TR(t, k, T_BM) == 0.0f) ? NEG : OX(i - 1, XB);
             path[0] = (TR(t, k, T_MM) == 0.0f) ? NEG : mv;
             path[1] = (TR(t, k, T_IM) == 0.0f) ? NEG : iv;
             path[2] = (TR(t, k, T_DM) == 0.0f) ? NEG : dvv;
@@ -464,57 +661,53 @@ __kernel void envelope(
             s1 = states[best];
             k--; i--;
         } else if (s0 == ST_D) {
-            __global float *cur = F + (long) i * 3 * W;
-            const float a = (k > 1 && TR(t, k - 1, T_MD) != 0.0f) ? cur[k - 2] : NEG;
-            const float b = (k > 1 && TR(t, k - 1, T_DD) != 0.0f) ? cur[2 * W + k - 2] : NEG;
+            const float a = (k > 1 && TR(t, k - 1, T_MD) != 0.0f) ? FC(i, 0, k - 1) : NEG;
+            const float b = (k > 1 && TR(t, k - 1, T_DD) != 0.0f) ? FC(i, 2, k - 1) : NEG;
             s1 = (a >= b) ? ST_M : ST_D;
             k--;
         } else if (s0 == ST_I) {
-            __global float *prv = F + (long) (i - 1) * 3 * W;
-            const float a = (TR(t, k, T_MI) == 0.0f) ? NEG : prv[k - 1];
-            const float b = (TR(t, k, T_II) == 0.0f) ? NEG : prv[W + k - 1];
+            const float a = (TR(t, k, T_MI) == 0.0f) ? NEG : FC(i - 1, 0, k);
+            const float b = (TR(t, k, T_II) == 0.0f) ? NEG : FC(i - 1, 1, k);
             s1 = (a >= b) ? ST_M : ST_I;
             i--;
         } else if (s0 == ST_N) {
             s1 = (i == 0) ? ST_S : ST_N;
         } else if (s0 == ST_C) {
-            const float a = (nloop == 0.0f) ? NEG : ox[(i - 1) * NX + XC] + px[i * NX + XC];
-            const float b = (emove_cfg == 0.0f) ? NEG : ox[i * NX + XE];
+            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XC) + PX(i, XC);
+            const float b = (emove_cfg == 0.0f) ? NEG : OX(i, XE);
             s1 = (a > b) ? ST_C : ST_E;
         } else if (s0 == ST_J) {
-            const float a = (nloop == 0.0f) ? NEG : ox[(i - 1) * NX + XJ] + px[i * NX + XJ];
-            const float b = (eloop_cfg == 0.0f) ? NEG : ox[i * NX + XE];
+            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XJ) + PX(i, XJ);
+            const float b = (eloop_cfg == 0.0f) ? NEG : OX(i, XE);
             s1 = (a > b) ? ST_J : ST_E;
         } else if (s0 == ST_E) {
-            __global float *cur = F + (long) i * 3 * W;
             float best = NEG;
             int bs = -1, bk = 0;
             for (int q = 0; q < Q; q++) {
                 for (int l = 0; l < 4; l++) {
                     const int kk = l * Q + q + 1;
-                    const float v = (kk <= W) ? cur[kk - 1] : 0.0f;
+                    const float v = (kk <= W) ? FC(i, 0, kk) : 0.0f;
                     if (v >= best) { best = v; bs = ST_M; bk = kk; }
                 }
                 for (int l = 0; l < 4; l++) {
                     const int kk = l * Q + q + 1;
-                    const float v = (kk <= W) ? cur[2 * W + kk - 1] : 0.0f;
+                    const float v = (kk <= W) ? FC(i, 2, kk) : 0.0f;
                     if (v > best) { best = v; bs = ST_D; bk = kk; }
                 }
             }
             s1 = bs; k = bk;
             if (k > M) { ok = 0; break; }
         } else if (s0 == ST_B) {
-            const float a = (nmove == 0.0f) ? NEG : ox[i * NX + XN];
-            const float b = (nmove == 0.0f) ? NEG : ox[i * NX + XJ];
+            const float a = (nmove == 0.0f) ? NEG : OX(i, XN);
+            const float b = (nmove == 0.0f) ? NEG : OX(i, XJ);
             s1 = (a > b) ? ST_N : ST_J;
         }
         if (s1 < 0) { ok = 0; break; }
         float post = 0.0f;
-        __global float *pr = B + (long) i * 3 * W;
-        if (s1 == ST_M) post = pr[k - 1];
-        else if (s1 == ST_I) post = pr[W + k - 1];
+        if (s1 == ST_M) post = BC(i, 0, k);
+        else if (s1 == ST_I) post = BC(i, 1, k);
         else if (s1 == s0 && (s1 == ST_N || s1 == ST_C || s1 == ST_J)) {
-            post = px[i * NX + (s1 == ST_N ? XN : (s1 == ST_C ? XC : XJ))];
+            post = PX(i, (s1 == ST_N ? XN : (s1 == ST_C ? XC : XJ)));
         }
         tr[cap - 1 - n] = (int4) (s1, k, i, 0);
         tpp[cap - 1 - n] = post;
@@ -523,4 +716,12 @@ __kernel void envelope(
         s0 = s1;
     }
     info[j] = (float4) (envsc, oasc, ok ? (float) n : -1.0f, 0.0f);
+#undef FC
+#undef BC
+#undef FX
+#undef BX
+#undef PX
+#undef OX
+#undef FROW
+#undef BROW
 }

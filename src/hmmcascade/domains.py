@@ -173,109 +173,279 @@ class DomainEngine:
                          np.full(n, self.e_multi[1], F32)], axis=1).astype(F32)
 
     # ---- device stages ---------------------------------------------------------------------
-    def decode(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
-        """btot/etot/mocc per pair (list of [L+1, 3] float32) and (fwd nats, bck nats, own, range_error)."""
+    def decode(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, *,
+               region_cap: int = 16, posteriors: bool = False):
+        """Forward/Backward parsers, posterior decoding and the region loop of every pair, on the device.
+
+        Returns ``(regions, nexpected, info, post)``:
+
+        * ``regions``: per pair the list of ``(i, j, is_multidomain)``, as :func:`find_regions`
+          gives it from the pair's btot, etot, mocc;
+        * ``nexpected``: float32 ``btot[L]`` per pair;
+        * ``info``: float32 ``[n, 4]``: Forward and Backward parser scores (nats), whether the
+          Backward used its own scale factors, whether the decoding overflowed;
+        * ``post``: with ``posteriors``, per pair the ``[L+1, 3]`` float32 btot, etot, mocc; else None.
+
+        The kernel writes at most ``region_cap`` regions per pair; a pair with more is redone on the
+        host by :func:`find_regions` on its btot, etot, mocc, copied from the device for that pair only.
+        """
         n = len(pair_seq)
+        if n == 0:
+            return [], np.zeros(0, F32), np.zeros((0, 4), F32), ([] if posteriors else None)
+        cl = _cl()
+        pair_seq = np.asarray(pair_seq, dtype=np.int64)
+        pair_model = np.asarray(pair_model, dtype=np.int64)
         L = batch.seqs.lengths[pair_seq].astype(np.int64)
-        W = self._W[pair_model]
-        scr_need = 6 * W + 12 * (L + 1)
-        dd_need = 3 * (L + 1)
-        out = [None] * n
-        info = np.zeros((n, 4), dtype=F32)
-        seq_xfm = self.dev.to_device(self._multihit_xfm(batch.params, np.arange(len(batch.seqs))))
+        order = np.lexsort((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
+        Ws = self._W[pair_model][order]
+        lane_need = 6 * Ws + 16 * (L[order] + 1)  # floats: two DP rows, then 16 per residue
+        launches, job_off = self._launches(lane_need, interleave=True)
+        width = 6 + 2 * region_cap  # output row, see fb_parser
+        out = np.zeros((n, width), dtype=np.int32)  # in sorted order
+        job = np.stack([pair_seq[order], pair_model[order]], axis=1).astype(np.int32)
+        xfm = self._multihit_xfm(batch.params, np.arange(len(batch.seqs)))
+        _, (d_job, d_off, d_xfm) = self._upload([job, job_off, xfm])
+        d_out = self.dev.scratch(out.nbytes)
+        scr = self.dev.scratch(4 * max(f for _, _, _, f in launches))
+        msc, msc_off = self._node_emissions()
         m = self.models
-        for lo, hi in _chunks(scr_need + dd_need, self.scratch_bytes // 4):
-            sl = slice(lo, hi)
-            scr_off = np.concatenate([[0], np.cumsum(scr_need[sl])[:-1]]).astype(np.int64)
-            dd_off = np.concatenate([[0], np.cumsum(dd_need[sl])[:-1]]).astype(np.int64)
-            k = hi - lo
-            scr = self.dev.scratch(4 * int(scr_need[sl].sum()))
-            dd = self.dev.scratch(4 * int(dd_need[sl].sum()))
-            inf = self.dev.scratch(16 * k)
+        post = [None] * n if posteriors else None
+        redo = []  # (pair, btot/etot/mocc) of pairs with more regions than region_cap
+        for j0, j1, ls, _ in launches:
             ev = self.k_parser(
-                self.dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, seq_xfm,
-                self.dev.to_device(pair_seq[sl].astype(np.int32)), self.dev.to_device(pair_model[sl].astype(np.int32)),
-                np.int32(k), m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, self.dev.to_device(scr_off), dd, self.dev.to_device(dd_off), inf,
+                self.dev.queue, (_round_up(j1 - j0, ls),), (ls,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0), np.int32(j1),
+                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out,
             )
             self.kernel_s["decode"] += _event_seconds([ev])
-            flat = self.dev.from_device(dd, F32, int(dd_need[sl].sum()))
-            info[sl] = self.dev.from_device(inf, F32, 4 * k).reshape(k, 4)
-            for t in range(k):
-                out[lo + t] = flat[dd_off[t]: dd_off[t] + dd_need[lo + t]].reshape(-1, 3)
+            cl.enqueue_copy(self.dev.queue, out[j0:j1], d_out, src_offset=out[:j0].nbytes)
+            want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[j0:j1, 5] > region_cap)
+            for t in want.tolist():
+                lane = self._read_lane(scr, int(job_off[t]), ls, int(lane_need[t]))
+                rec = lane[6 * int(Ws[t]):].reshape(-1, 16)[:, 12:15]  # btot, etot, mocc per residue
+                if posteriors:
+                    post[order[t]] = rec.copy()
+                if out[t, 5] > region_cap:
+                    redo.append((int(order[t]), rec))
+        rows = np.empty_like(out)
+        rows[order] = out
+        fl = rows[:, :5].view(F32)
+        count = np.minimum(rows[:, 5], region_cap)
+        live = np.arange(region_cap)[None, :] < count[:, None]
+        ri, rj = rows[:, 6::2][live], rows[:, 7::2][live]
+        flat = list(zip(ri.tolist(), (rj >> 1).tolist(), (rj & 1).astype(bool).tolist()))
+        ends = np.cumsum(count).tolist()
+        regions = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
+        for p, rec in redo:
+            regions[p] = find_regions(rec[:, 0], rec[:, 1], rec[:, 2])
         self.cells["decode"] += int((self.db.M[pair_model].astype(np.int64) * L).sum()) * 2
-        return out, info
+        return regions, fl[:, 4].copy(), np.ascontiguousarray(fl[:, :4]), post
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
                   length: np.ndarray, xfm: np.ndarray, mode: int):
-        """Run envelope jobs.  mode 1: list of dicts (envsc, oasc, null2 weights, trace); mode 0: Forward matrices."""
+        """Run envelope jobs.  mode 1: list of dicts (envsc, oasc, null2 weights, trace); mode 0: Forward matrices.
+
+        mode 1 gives per job None where the decoding overflowed or the traceback failed (HMMER:
+        eslERANGE, domain skipped), else a dict: ``envsc``, ``oasc`` (floats), ``null2`` (the 20
+        canonical odds before degeneracy averaging) and the OA trace ``st``, ``k``, ``i`` (residue
+        numbers within the envelope, 1-based), ``pp``.  mode 0 gives per job ``(F [Ld+1, 3, W],
+        fx [Ld+1, 6], envsc)``.
+        """
         n = len(seq)
         results = [None] * n
         if n == 0:
             return results
-        W = self._W[model]
-        Ld = length.astype(np.int64)
+        cl = _cl()
+        seq = np.asarray(seq, dtype=np.int64)
+        model = np.asarray(model, dtype=np.int64)
+        Ld = np.asarray(length, dtype=np.int64)
         M = self.db.M[model].astype(np.int64)
-        scr_need = 2 * (Ld + 1) * 3 * W + 4 * (Ld + 1) * 6
-        keep = (Ld + 1) * 3 * W + (Ld + 1) * 6  # mode 0 returns the prefix F, fx of each job's scratch
-        cap = Ld + M + 8
+        order = np.lexsort((Ld, model, M))  # a group's lanes: same model, similar length
+        Ws, Ls, Ms = self._W[model][order], Ld[order], M[order]
+        if mode == 1:
+            lane_need = (Ls + 1) * (6 * Ws + 24)  # rows of F, B and four sets of specials
+        else:
+            lane_need = ((Ls + 1) * (3 * Ws + 6) + 3) // 4 * 4  # contiguous F then fx, word-aligned
+        cap = Ls + Ms + 8  # trace slot per job
+        launches, job_off = self._launches(lane_need, interleave=(mode == 1), extra=5 * cap)
+        xs = np.asarray(xfm, dtype=F32)[order]
+        st_ = np.asarray(start, dtype=np.int64)[order]
+        scr = self.dev.scratch(4 * max(f for _, _, _, f in launches))
         m = self.models
-        for lo, hi in _chunks(scr_need + 5 * cap, self.scratch_bytes // 4):
-            sl = slice(lo, hi)
-            k = hi - lo
-            scr_off = np.concatenate([[0], np.cumsum(scr_need[sl])[:-1]]).astype(np.int64)
-            tr_off = np.concatenate([[0], np.cumsum(cap[sl])[:-1]]).astype(np.int64)
-            n2_off = (np.arange(k, dtype=np.int64) * 20)
-            scr = self.dev.scratch(4 * int(scr_need[sl].sum()))
-            n2 = self.dev.scratch(4 * 20 * k)
-            trb = self.dev.scratch(16 * int(cap[sl].sum()))
-            tpp = self.dev.scratch(4 * int(cap[sl].sum()))
-            inf = self.dev.scratch(16 * k)
+        msc, msc_off = self._node_emissions()
+        for j0, j1, ls, floats in launches:
+            k = j1 - j0
+            c = cap[j0:j1]
+            tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
+            _, args = self._upload([seq[order[j0:j1]].astype(np.int32), model[order[j0:j1]].astype(np.int32),
+                                    st_[j0:j1].astype(np.int32), Ls[j0:j1].astype(np.int32), xs[j0:j1],
+                                    job_off[j0:j1], 20 * np.arange(k, dtype=np.int64), tr_off])
+            ntr = int(c.sum())
+            parts = [(k, 4, F32), (k, 20, F32), (ntr, 4, np.int32), (ntr, 1, F32)]  # info, null2, trace, pp
+            out_buf, (d_info, d_n2, d_tr, d_pp), unpack = self._outputs(parts)
             ev = self.k_env(
-                self.dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off,
-                self.dev.to_device(seq[sl].astype(np.int32)), self.dev.to_device(model[sl].astype(np.int32)),
-                self.dev.to_device(start[sl].astype(np.int32)), self.dev.to_device(length[sl].astype(np.int32)),
-                self.dev.to_device(np.ascontiguousarray(xfm[sl], dtype=F32)),
-                np.int32(k), np.int32(mode),
-                m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, self.dev.to_device(scr_off), n2, self.dev.to_device(n2_off),
-                trb, tpp, self.dev.to_device(tr_off), inf,
+                self.dev.queue, (_round_up(k, ls),), (ls,),
+                batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
+                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info,
             )
             self.kernel_s["envelope"] += _event_seconds([ev])
-            info = self.dev.from_device(inf, F32, 4 * k).reshape(k, 4)
             if mode == 0:
-                cl = _cl()
+                info = np.empty((k, 4), dtype=F32)
+                cl.enqueue_copy(self.dev.queue, info, d_info)
+                flat = np.empty(floats, dtype=F32)  # the launch's matrices, read once
+                cl.enqueue_copy(self.dev.queue, flat, scr)
                 for t in range(k):
-                    Wt, Lt = int(W[lo + t]), int(Ld[lo + t])
-                    buf = np.empty(int(keep[lo + t]), dtype=F32)
-                    cl.enqueue_copy(self.dev.queue, buf, scr, src_offset=4 * int(scr_off[t]))
-                    F = buf[: (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
-                    fx = buf[(Lt + 1) * 3 * Wt:].reshape(Lt + 1, 6)
-                    results[lo + t] = (F, fx, float(info[t, 0]))
+                    Wt, Lt, o = int(Ws[j0 + t]), int(Ls[j0 + t]), int(job_off[j0 + t])
+                    nF = (Lt + 1) * 3 * Wt
+                    results[order[j0 + t]] = (flat[o: o + nF].reshape(Lt + 1, 3, Wt),
+                                              flat[o + nF: o + nF + (Lt + 1) * 6].reshape(Lt + 1, 6),
+                                              float(info[t, 0]))
                 continue
-            n2w = self.dev.from_device(n2, F32, 20 * k).reshape(k, 20)
-            tr = self.dev.from_device(trb, np.int32, 4 * int(cap[sl].sum())).reshape(-1, 4)
-            pp = self.dev.from_device(tpp, F32, int(cap[sl].sum()))
-            for t in range(k):
-                c = int(cap[lo + t])
-                ntr = int(info[t, 2])
-                if info[t, 3] != 0.0 or ntr < 0:
-                    results[lo + t] = None  # decoding overflow (HMMER: eslERANGE, domain skipped)
-                    continue
-                end = int(tr_off[t]) + c
-                results[lo + t] = {
-                    "envsc": float(info[t, 0]),
-                    "oasc": float(info[t, 1]),
-                    "null2": n2w[t].copy(),
-                    "st": tr[end - ntr: end, 0].copy(),
-                    "k": tr[end - ntr: end, 1].copy(),
-                    "i": tr[end - ntr: end, 2].copy(),
-                    "pp": pp[end - ntr: end].copy(),
-                }
+            info, n2w, tr, pp = unpack(out_buf)
+            st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
+            nt = info[:, 2].astype(np.int64)
+            bad = ((info[:, 3] != 0.0) | (nt < 0)).tolist()
+            ends = (tr_off + c).tolist()
+            env, oa = info[:, 0].tolist(), info[:, 1].tolist()
+            for t, (e, nn) in enumerate(zip(ends, nt.tolist())):
+                if bad[t]:
+                    continue  # decoding overflow (HMMER: eslERANGE, domain skipped)
+                results[order[j0 + t]] = {"envsc": env[t], "oasc": oa[t], "null2": n2w[t], "st": st[e - nn: e],
+                                          "k": kk[e - nn: e], "i": ii[e - nn: e], "pp": pp[e - nn: e]}
         self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
         return results
+
+    # ---- helpers of decode() and envelopes() ---------------------------------------------------
+    def _launches(self, lane_need: np.ndarray, interleave: bool, extra: np.ndarray | None = None):
+        """Work-groups and launches for jobs in sorted order, each needing ``lane_need`` scratch floats.
+
+        ``interleave``: a work-group of ``ls`` consecutive jobs shares one word-interleaved block of
+        ``ls * max(lane_need)`` floats (kernels/domains.cl), ``ls`` = :meth:`_lanes`, halved where
+        one group alone would pass the scratch budget.  Otherwise each job has its own
+        ``lane_need`` contiguous floats (multiples of 4) and ``ls`` is only the work-group size.
+        A launch is a run of groups with the same ``ls`` whose scratch, plus ``extra`` floats per
+        job of other buffers, fits the budget (or a single group).
+
+        Returns ``(launches, job_off)``: launches as ``(j0, j1, ls, scratch floats)``; ``job_off``
+        per job, the float offset of its scratch in its launch's buffer (lane included).
+        """
+        n = len(lane_need)
+        budget = self.scratch_bytes // 4
+        lane_need = np.asarray(lane_need, dtype=np.int64)
+        extra = np.zeros(n, dtype=np.int64) if extra is None else np.asarray(extra, dtype=np.int64)
+        ls0 = self._lanes()
+        if interleave and ls0 > 1:
+            g0 = np.arange(0, n, ls0)
+            gls = np.full(len(g0), ls0)
+            big = ls0 * np.maximum.reduceat(lane_need, g0) > budget
+            if big.any():  # split groups of large jobs into narrower work-groups
+                parts = []
+                for a, too_big in zip(g0.tolist(), big.tolist()):
+                    if not too_big:
+                        parts.append((a, ls0))
+                        continue
+                    b, ls = min(n, a + ls0), ls0
+                    while ls > 1 and ls * int(lane_need[a:b].max()) > budget:
+                        ls //= 2
+                    parts.extend((s, ls) for s in range(a, b, ls))
+                g0 = np.array([x[0] for x in parts], dtype=np.int64)
+                gls = np.array([x[1] for x in parts], dtype=np.int64)
+            g1 = np.minimum(np.append(g0[1:], n), n)
+            gfloats = gls * np.maximum.reduceat(lane_need, g0)
+            group = np.repeat(np.arange(len(g0)), g1 - g0)
+            rel = 4 * (np.arange(n) - g0[group])
+        else:  # one job per group; the work-group size does not matter to the layout
+            g0 = np.arange(n)
+            g1 = g0 + 1
+            gls = np.full(n, ls0 if not interleave else 1)
+            gfloats = lane_need
+            group = g0
+            rel = np.zeros(n, dtype=np.int64)
+        gweight = gfloats + np.add.reduceat(extra, g0)
+        cw = np.cumsum(gweight)
+        cf = np.concatenate([[0], np.cumsum(gfloats)])
+        launches = []
+        gbase = np.zeros(len(g0), dtype=np.int64)  # group's float offset in its launch
+        run_ends = np.append(np.flatnonzero(np.diff(gls)) + 1, len(g0))
+        s = 0
+        for run_end in run_ends.tolist():
+            while s < run_end:
+                before = int(cw[s - 1]) if s else 0
+                e = int(np.searchsorted(cw, before + budget, side="right"))
+                e = min(max(e, s + 1), run_end)
+                gbase[s:e] = cf[s:e] - cf[s]
+                launches.append((int(g0[s]), int(g1[e - 1]), int(gls[s]), int(cf[e] - cf[s])))
+                s = e
+        return launches, rel + gbase[group]
+
+    def _lanes(self) -> int:
+        """Jobs per word-interleaved work-group: LOCAL_SIZE on a GPU (coalesced accesses), 1 on a
+        CPU (each job's scratch contiguous, cache-friendly); ``self.interleave`` overrides it.
+        Results do not depend on it."""
+        lanes = getattr(self, "interleave", None)
+        return int(lanes) if lanes else (LOCAL_SIZE if self.dev.is_gpu else 1)
+
+    def _upload(self, arrays: list):
+        """Arrays to the device in one transfer: ``(buffer, [a sub-buffer per array])``."""
+        align = max(16, int(self.dev.device.mem_base_addr_align) // 8)
+        offs, total = [], 0
+        for a in arrays:
+            offs.append(total)
+            total = _round_up(total + max(a.nbytes, 4), align)
+        host = np.zeros(total, dtype=np.uint8)
+        for a, o in zip(arrays, offs):
+            host[o: o + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).ravel()
+        buf = self.dev.to_device(host)
+        return buf, [buf.get_sub_region(o, max(a.nbytes, 4)) for a, o in zip(arrays, offs)]
+
+    def _outputs(self, parts: list):
+        """One device buffer for several outputs, ``parts`` = [(rows, columns, dtype)]: returns
+        ``(buffer, [a sub-buffer per part], unpack)``; ``unpack(buffer)`` reads it back in one
+        transfer as one array per part."""
+        align = max(16, int(self.dev.device.mem_base_addr_align) // 8)
+        offs, total = [], 0
+        for rows, cols, dt in parts:
+            offs.append(total)
+            total = _round_up(total + max(rows * cols * np.dtype(dt).itemsize, 4), align)
+        buf = self.dev.scratch(total)
+        subs = [buf.get_sub_region(o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
+
+        def unpack(b):
+            host = np.empty(total, dtype=np.uint8)
+            _cl().enqueue_copy(self.dev.queue, host, b)
+            out = []
+            for (r, c, dt), o in zip(parts, offs):
+                a = host[o: o + r * c * np.dtype(dt).itemsize].view(dt)
+                out.append(a.reshape(r, c) if c > 1 else a)
+            return out
+
+        return buf, subs, unpack
+
+    def _node_emissions(self):
+        """The kernels' node-major emission table on the device, built once: per model words
+        ``[W/4][KP][4]`` (zero-padded), and per model its offset in words of 4 floats."""
+        if getattr(self, "_msc_nodes", None) is None:
+            parts, offs, total = [], [], 0
+            for mdl in range(len(self.db)):
+                Mm = int(self.db.M[mdl])
+                Q = (Mm + 3) // 4
+                a = np.zeros((KP, 4 * Q), dtype=F32)
+                a[:, :Mm] = self.db.emission(self.db.fwd_msc_f32, mdl)
+                parts.append(a.reshape(KP, Q, 4).transpose(1, 0, 2).ravel())
+                offs.append(total)
+                total += KP * Q
+            self._msc_nodes = (self.dev.to_device(np.concatenate(parts)),
+                               self.dev.to_device(np.array(offs, dtype=np.int64)))
+        return self._msc_nodes
+
+    def _read_lane(self, scr, off: int, ls: int, need: int) -> np.ndarray:
+        """Floats 0..need-1 of one job's word-interleaved scratch (``off``: its job_off, ``ls``:
+        its work-group size), copying only the span its words lie in."""
+        span = np.empty((need // 4 - 1) * 4 * ls + 4, dtype=F32)
+        _cl().enqueue_copy(self.dev.queue, span, scr, src_offset=4 * off)
+        w = np.arange(need // 4, dtype=np.int64) * (4 * ls)
+        return span[(w[:, None] + np.arange(4)).ravel()]
 
     # ---- the whole stage ------------------------------------------------------------------
     def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
@@ -286,9 +456,7 @@ class DomainEngine:
             return []
         seqs = batch.seqs
         # ---- [decode block] regions per pair and the expected number of domains
-        dd, info = self.decode(batch, pair_seq, pair_model)
-        regions = [find_regions(d[:, 0], d[:, 1], d[:, 2]) for d in dd]
-        nexpected = np.array([d[-1, 0] for d in dd], dtype=F32)  # btot[L]
+        regions, nexpected, _, _ = self.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
 
         # multi-domain regions: multihit Forward matrices of the region, sampled on the host

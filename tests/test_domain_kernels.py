@@ -1,0 +1,199 @@
+"""kernels/domains.cl's device-side parts: region finding in fb_parser, and the scratch layouts.
+
+1. fb_parser's region loop (p7_domaindef_ByPosteriorHeuristics on btot, etot,
+   mocc) must equal :func:`hmmcascade.domains.find_regions` run on the same
+   float32 posteriors, for every pair: the pairs of the default data that
+   reach domain definition, every model against short fragments (L = 1..9),
+   and random pairs (mostly without any domain).
+2. With a region capacity too small, the pairs past it are redone on the host
+   from their posteriors, with the same result.
+3. The word-interleaved layout (the GPU path) gives the same bits as the
+   contiguous one (the CPU path) for decode and both envelope modes, also when
+   a tiny scratch budget splits work-groups and launches.
+4. The host's launch plan never lets two jobs' scratch overlap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hmmcascade import cascade, domains
+from hmmcascade.filters import DeviceBatch
+from hmmcascade.io import SequenceSet
+from hmmcascade.profiles import length_params
+
+from conftest import concat, sorted_by_length
+
+F32 = np.float32
+
+
+@pytest.fixture(scope="module")
+def setup(device, default_db, default_seqs):
+    """The default proteins plus 9 fragments (first 1..9 residues of protein 0) as one batch, and
+    pairs: those past the Forward filter, all models x fragments, 600 random pairs."""
+    src = default_seqs
+    lengths = np.arange(1, 10, dtype=np.int32)
+    frags = SequenceSet(names=[f"frag{n}" for n in lengths], descriptions=["" for _ in lengths], lengths=lengths,
+                        offsets=np.concatenate([[0], np.cumsum(lengths[:-1])]).astype(np.int64),
+                        residues=np.concatenate([src.residues[src.offsets[0]: src.offsets[0] + n] for n in lengths]))
+    seqs = sorted_by_length(concat([frags, src]))
+    casc = cascade.Cascade(device, default_db)
+    out, _ = casc.run_batch(seqs, cascade.Thresholds(Z=2000).effective(), domains=False)
+    batch = DeviceBatch.upload(device, seqs, length_params(seqs.lengths, default_db))
+    nm = len(default_db)
+    frag_seq = np.flatnonzero(seqs.lengths < 10)
+    rng = np.random.default_rng(7)
+    ps = np.concatenate([out["seq"], np.repeat(frag_seq, nm), rng.integers(0, len(seqs), 600)]).astype(np.int64)
+    pm = np.concatenate([out["model"], np.tile(np.arange(nm), len(frag_seq)), rng.integers(0, nm, 600)]).astype(np.int64)
+    return casc, batch, ps, pm, len(out["seq"])
+
+
+def _engine(casc, device, default_db, lanes, scratch_bytes=None):
+    eng = domains.DomainEngine(device, casc.models, default_db, scratch_bytes or casc.domains.scratch_bytes)
+    eng.interleave = lanes
+    return eng
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=F32).view(np.int32)
+
+
+@pytest.mark.parametrize("lanes", [1, 64])
+def test_device_regions_equal_find_regions(setup, device, default_db, lanes):
+    casc, batch, ps, pm, n_passed = setup
+    eng = _engine(casc, device, default_db, lanes)
+    regions, nexpected, info, post = eng.decode(batch, ps, pm, posteriors=True)
+    assert len(regions) == len(post) == len(ps)
+    for p in range(len(ps)):
+        L = int(batch.seqs.lengths[ps[p]])
+        assert post[p].shape == (L + 1, 3)
+        assert regions[p] == domains.find_regions(post[p][:, 0], post[p][:, 1], post[p][:, 2]), p
+        assert _bits(nexpected[p]) == _bits(post[p][L, 0])
+    found = [r for regs in regions[:n_passed] for r in regs]
+    assert len(found) > 300 and sum(r[2] for r in found) > 50  # single- and multi-domain regions
+    assert all(isinstance(r[0], int) and isinstance(r[1], int) and isinstance(r[2], bool) for r in found)
+    assert sum(len(r) > 1 for r in regions) > 20  # pairs with several regions
+    assert np.isfinite(info[:, 0]).all() and (info[:, 3] == 0).all()
+
+
+@pytest.mark.parametrize("cap", [0, 1])
+def test_region_overflow_falls_back_to_host(setup, device, default_db, cap):
+    casc, batch, ps, pm, _ = setup
+    eng = _engine(casc, device, default_db, 64)
+    ref, ref_n, ref_info, _ = eng.decode(batch, ps, pm)
+    regions, nexpected, info, post = eng.decode(batch, ps, pm, region_cap=cap)
+    assert post is None
+    assert sum(len(r) > cap for r in ref) > 20  # the fallback was exercised
+    assert regions == ref
+    assert np.array_equal(_bits(nexpected), _bits(ref_n)) and np.array_equal(_bits(info), _bits(ref_info))
+
+
+def _envelope_jobs(eng, batch, ps, pm, regions):
+    p = np.array([q for q, regs in enumerate(regions) for _ in regs], dtype=np.int64)
+    i = np.array([r[0] for regs in regions for r in regs], dtype=np.int64)
+    j = np.array([r[1] for regs in regions for r in regs], dtype=np.int64)
+    multi = np.array([r[2] for regs in regions for r in regs], dtype=bool)
+    s, m = ps[p], pm[p]
+    L = batch.seqs.lengths[s].astype(F32)
+    pmove = (F32(2.0) / (L + F32(2.0))).astype(F32)
+    xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(s), F32), np.zeros(len(s), F32)], axis=1)
+    return s, m, i, j - i + 1, xfm, multi
+
+
+def _same_envelopes(a, b, mode):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if mode == 0:
+            assert np.array_equal(_bits(x[0]), _bits(y[0])) and np.array_equal(_bits(x[1]), _bits(y[1]))
+            assert x[2] == y[2]
+            continue
+        assert (x is None) == (y is None)
+        if x is None:
+            continue
+        assert x["envsc"] == y["envsc"] and x["oasc"] == y["oasc"]
+        assert np.array_equal(_bits(x["null2"]), _bits(y["null2"])) and np.array_equal(_bits(x["pp"]), _bits(y["pp"]))
+        for key in ("st", "k", "i"):
+            assert np.array_equal(x[key], y[key])
+
+
+@pytest.mark.parametrize("budget", [None, 1 << 20])
+def test_interleaved_layout_equals_contiguous(setup, device, default_db, budget):
+    """GPU layout (64 jobs per work-group, words interleaved) = CPU layout (one contiguous job),
+    bit for bit; the 1 MiB budget splits large work-groups and cuts many launches."""
+    casc, batch, ps, pm, n_passed = setup
+    ps, pm = ps[:n_passed + 200], pm[:n_passed + 200]
+    flat = _engine(casc, device, default_db, 1)
+    inter = _engine(casc, device, default_db, 64, budget)
+    ra, na, ia, _ = flat.decode(batch, ps, pm)
+    rb, nb, ib, _ = inter.decode(batch, ps, pm)
+    assert ra == rb and np.array_equal(_bits(na), _bits(nb)) and np.array_equal(_bits(ia), _bits(ib))
+    s, m, i, length, xfm, multi = _envelope_jobs(flat, batch, ps, pm, ra)
+    assert len(s) > 300 and multi.sum() > 50
+    _same_envelopes(flat.envelopes(batch, s, m, i, length, xfm, 1), inter.envelopes(batch, s, m, i, length, xfm, 1), 1)
+    xm = flat._multihit_xfm(batch.params, s[multi])
+    args = (batch, s[multi], m[multi], i[multi], length[multi], xm, 0)
+    _same_envelopes(flat.envelopes(*args), inter.envelopes(*args), 0)
+    if budget:  # the plan really split work-groups and launches
+        W = inter._W[m]
+        launches, _ = inter._launches((length + 1) * (6 * W + 24), interleave=True)
+        assert len(launches) > 10 and min(ls for _, _, ls, _ in launches) < 64
+
+
+@pytest.mark.parametrize("interleave", [True, False])
+def test_launch_plan_has_no_overlaps(device, default_db, setup, interleave):
+    casc = setup[0]
+    rng = np.random.default_rng(3)
+    need = (rng.integers(1, 4000, 1000) * 4).astype(np.int64)
+    need[500:520] = 60_000  # groups that must be split under the budget
+    eng = _engine(casc, device, default_db, 16, scratch_bytes=4 * 200_000)
+    launches, off = eng._launches(need, interleave=interleave, extra=np.full(1000, 8))
+    assert launches[0][0] == 0 and launches[-1][1] == 1000
+    assert all(a[1] == b[0] for a, b in zip(launches, launches[1:]))
+    for j0, j1, ls, floats in launches:
+        used = np.zeros(floats, dtype=np.int32)
+        assert floats <= 200_000 or (interleave and j1 - j0 == 1)
+        for t in range(j0, j1):
+            if interleave:
+                assert (t - j0) % ls == off[t] % (4 * ls) // 4  # lane = local id
+                e = np.arange(need[t])
+                idx = off[t] + (e >> 2) * 4 * ls + (e & 3)
+            else:
+                idx = off[t] + np.arange(need[t])
+                assert off[t] % 4 == 0
+            used[idx] += 1
+        assert used.max() == 1
+
+
+def test_envelope_forward_only_contract(setup, device, default_db):
+    """The envelope kernel called directly in mode 0, with the filters' [x][W] emission table and
+    one contiguous scratch block per job at scr_off[j], writes F as [(Ld+1)][3][W] then fx as
+    [(Ld+1)][6]: the matrices envelopes(mode=0) returns (node-major table, mode 2)."""
+    casc, batch, ps, pm, n_passed = setup
+    eng = _engine(casc, device, default_db, 64)
+    regions = eng.decode(batch, ps[:n_passed], pm[:n_passed])[0]
+    s, m, i, length, _, multi = _envelope_jobs(eng, batch, ps, pm, regions)
+    s, m, i, length = s[multi][:40], m[multi][:40], i[multi][:40], length[multi][:40]
+    xm = eng._multihit_xfm(batch.params, s)
+    ref = eng.envelopes(batch, s, m, i, length, xm, 0)
+    k = len(s)
+    W = eng._W[m]
+    need = ((length + 1) * (3 * W + 6) + 3) // 4 * 4
+    off = np.concatenate([[0], np.cumsum(need)[:-1]]).astype(np.int64)
+    dev = device
+    i32 = lambda a: dev.to_device(np.asarray(a, dtype=np.int32))
+    scr, info = dev.scratch(4 * int(need.sum())), dev.scratch(16 * k)
+    zeros = dev.to_device(np.zeros(k, dtype=np.int64))
+    mm = casc.models
+    eng.k_env(dev.queue, (k,), None, batch.dsq_packed, batch.seq_off, i32(s), i32(m), i32(i), i32(length),
+              dev.to_device(xm), np.int32(k), np.int32(0), mm.fwd_msc, mm.word_emis_off, mm.fwd_tsc,
+              mm.word_trans_off, mm.model_M, scr, dev.to_device(off), dev.scratch(16), zeros, dev.scratch(16),
+              dev.scratch(16), zeros, info).wait()
+    flat = dev.from_device(scr, F32, int(need.sum()))
+    scores = dev.from_device(info, F32, 4 * k).reshape(k, 4)
+    for t in range(k):
+        Lt, Wt, o = int(length[t]), int(W[t]), int(off[t])
+        F = flat[o: o + (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
+        fx = flat[o + (Lt + 1) * 3 * Wt: o + (Lt + 1) * (3 * Wt + 6)].reshape(Lt + 1, 6)
+        assert np.array_equal(_bits(F), _bits(ref[t][0])) and np.array_equal(_bits(fx), _bits(ref[t][1]))
+        assert float(scores[t, 0]) == ref[t][2]
