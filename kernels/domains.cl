@@ -364,7 +364,7 @@ __kernel void fb_parser(
     __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
     __global float *scr, const int region_cap, __global int *out)
 {
-    const int j = j0 + get_global_id(0);
+    const int j = j0 + REVERSED_GID();
     if (j >= n_jobs) return;
     const int ws = get_local_size(0);
     const int s = job[j].x, m = job[j].y;
@@ -487,7 +487,7 @@ __kernel void envelope(
     __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
     __global float4 *info)
 {
-    const int j = get_global_id(0);
+    const int j = REVERSED_GID();
     if (j >= n_jobs) return;
     const int s = job_seq[j], m = job_model[j];
     const int M = model_M[m];

@@ -229,7 +229,7 @@ __kernel void region_ensemble(
     __global float *n2mean, __global const long *n2_off,
     __global int2 *env, const int env_cap, __global int *status)
 {
-    const int r = get_global_id(0);
+    const int r = REVERSED_GID();
     if (r >= n_jobs) return;
     const int m = job_model[r];
     const int M = model_M[m];

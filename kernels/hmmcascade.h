@@ -51,4 +51,10 @@
 #define LOG_AS_HMMER(x) log(x)
 #endif
 
+/* The global id with work-groups taken in reverse order.  Job lists are sorted smallest
+ * first; the GPU starts work-groups in id order, so reversing puts the largest jobs first
+ * and lets the small ones fill the machine at the end of a launch instead of leaving the
+ * largest to run alone.  Lanes keep their place within a work-group. */
+#define REVERSED_GID() ((int) ((get_num_groups(0) - 1 - get_group_id(0)) * get_local_size(0) + get_local_id(0)))
+
 #endif /* HMMCASCADE_H */
