@@ -35,7 +35,7 @@ from .domains import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter
 from .io import SequenceSet
 from .profiles import ProfileDB, length_params
-from .results import Hit
+from .results import Hit, gc_paused
 
 __all__ = ["Thresholds", "StageStats", "Hits", "SearchResult", "search"]
 
@@ -365,87 +365,145 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
 
 
-def _cutoffs(db: ProfileDB, th: Thresholds, m: int):
-    if not th.cut:
-        return None
-    col = CUTOFF_COLUMNS[th.cut]
-    return float(db.cutoffs[m, col]), float(db.cutoffs[m, col + 1])
+def _exp(x: np.ndarray) -> np.ndarray:
+    """exp elementwise with the C library's exp (math.exp), as HMMER's E-values use it."""
+    return np.array([math.exp(v) for v in np.asarray(x, dtype=np.float64).tolist()], dtype=np.float64)
+
+
+def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
+    """Thresholds' test without model cutoffs: ``score >= T`` when T is set, else ``evalue <= E``."""
+    return score >= T if T is not None else evalue <= E
 
 
 def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th: Thresholds, Z: float) -> list[Hit]:
     """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
 
     ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
-    reporting and inclusion flags are set here, as p7_Pipeline sets them.
+    reporting and inclusion flags are set here, as p7_Pipeline sets them.  ``out["domains"]``
+    is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domains.PairDomainsBatch`, or
+    any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
+    at once, records only for the reportable ones.
     """
-    hits = []
-    for p, pd in enumerate(out.get("domains", [])):
-        if pd is None:
-            continue
-        m = int(out["model"][p])
-        t = int(index[out["seq"][p]])
-        tau, lam = (float(v) for v in db.evparams[m, 4:6])
-        lnP = float(stats.exp_logsurv(np.float32(pd.seq_score), tau, lam))
-        cut = _cutoffs(db, th, m)
-        if not th.target_reportable(pd.seq_score, lnP, Z, cut):
-            continue
-        best = 0
-        for d, dom in enumerate(pd.domains):
-            if dom.score > pd.domains[best].score:
-                best = d
-        h = Hit(model=m, target=t, model_name=str(db.names[m]), model_acc=str(db.accessions[m]),
-                model_length=int(db.M[m]), target_name=str(seqs.names[t]),
-                target_acc="",  # FASTA targets carry no accession
-                target_desc=str(seqs.descriptions[t]), target_length=int(seqs.lengths[t]),
-                score=pd.seq_score, pre_score=pd.pre_score,
-                bias=float(np.float32(pd.pre_score) - np.float32(pd.seq_score)), lnP=lnP,
-                evalue=math.exp(lnP) * Z, nexpected=pd.nexpected, nregions=pd.nregions,
-                nclustered=pd.nclustered, noverlaps=pd.noverlaps, nenvelopes=pd.nenvelopes,
-                best_domain=best, domains=pd.domains)
-        if th.cut:
-            h.reported = True
-            h.included = th.target_includable(h.score, lnP, Z, cut)
+    from .domains import PairDomainsBatch
+
+    pds = out.get("domains", [])
+    if not isinstance(pds, PairDomainsBatch):
+        pds = PairDomainsBatch.from_pairs(list(pds))
+    P = np.flatnonzero(pds.has)
+    if not len(P):
+        return []
+    m = np.asarray(out["model"])[P].astype(np.int64)
+    t = np.asarray(index)[np.asarray(out["seq"])[P]].astype(np.int64)
+    score = pds.seq_score[P]
+    ev = db.evparams[m].astype(np.float64)
+    lnP = stats.exp_logsurv(score.astype(np.float32), ev[:, 4], ev[:, 5])
+    evalue = _exp(lnP) * Z
+    if th.cut:
+        col = CUTOFF_COLUMNS[th.cut]
+        cut_seq = db.cutoffs[m, col].astype(np.float64)
+        keep = np.flatnonzero(score >= cut_seq)
+    else:
+        keep = np.flatnonzero(_passes(score, evalue, th.T, th.E))
+    if not len(keep):
+        return []
+    P, m, t, lnP, evalue = P[keep], m[keep], t[keep], lnP[keep], evalue[keep]
+    best = _first_max(pds.dom["score"], pds.dom_start[P], pds.ndom[P])
+    dom_lists = pds.domains(P)
+    seq_score, pre_score = pds.seq_score[P], pds.pre_score[P]
+    bias = (pre_score.astype(np.float32) - seq_score.astype(np.float32)).astype(np.float64)
+    names, descs = seqs.names, seqs.descriptions
+    with gc_paused():
+        hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
+                    no, nv, b, False, False, dl)  # FASTA targets carry no accession
+                for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, dl in zip(
+                    m.tolist(), t.tolist(), db.names[m].tolist(), db.accessions[m].tolist(), db.M[m].tolist(),
+                    seqs.lengths[t].tolist(), seq_score.tolist(), pre_score.tolist(), bias.tolist(), lnP.tolist(),
+                    evalue.tolist(), pds.nexpected[P].tolist(), pds.nregions[P].tolist(), pds.nclustered[P].tolist(),
+                    pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), dom_lists)]
+    if th.cut:
+        included = (score[keep] >= cut_seq[keep]).tolist()
+        nd = pds.ndom[P]
+        dcut = np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
+        drep = (pds.dom["score"][np.repeat(pds.dom_start[P] - np.cumsum(nd) + nd, nd) + np.arange(int(nd.sum()))]
+                >= dcut).tolist()
+        at = 0
+        for h, inc in zip(hits, included):
+            h.reported, h.included = True, inc
             for dom in h.domains:
-                dom.reported = th.domain_reportable(dom.score, dom.lnP, 0.0, cut)
-                dom.included = dom.reported and th.domain_includable(dom.score, dom.lnP, 0.0, cut)
-        hits.append(h)
+                dom.reported = dom.included = drep[at]
+                at += 1
     return hits
 
 
+def _first_max(values: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per segment, the offset of its first largest value (a later one must be strictly larger)."""
+    best = np.zeros(len(start), dtype=np.int64)
+    if not len(start):
+        return best
+    top = values[start].copy()
+    for d in range(1, int(count.max())):
+        live = np.flatnonzero(count > d)
+        cand = values[start[live] + d]
+        better = cand > top[live]
+        best[live[better]] = d
+        top[live[better]] = cand[better]
+    return best
+
+
 def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None) -> None:
-    """p7_tophits_Threshold, per query model: flags, domZ, E-values; then the #h74 workaround."""
-    by_model: dict[int, list[Hit]] = {}
+    """p7_tophits_Threshold, per query model: flags, domZ, E-values; then the #h74 workaround.
+
+    Vectorised over all hits and domains; E-values are ``exp(lnP) * Z`` (``* domZ``) with the C
+    library's exp, as HMMER computes them.
+    """
+    n = len(hits)
+    if not n:
+        return
+    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=n)
+    score = np.fromiter((h.score for h in hits), dtype=np.float64, count=n)
+    evalue = _exp(np.fromiter((h.lnP for h in hits), dtype=np.float64, count=n)) * Z
+    if not th.cut:
+        rep = _passes(score, evalue, th.T, th.E)
+        inc = rep & _passes(score, evalue, th.incT, th.incE)
+        for h, r, i, e in zip(hits, rep.tolist(), inc.tolist(), evalue.tolist()):
+            h.reported, h.included, h.evalue = r, i, e
+    else:
+        rep = np.fromiter((h.reported for h in hits), dtype=bool, count=n)
+        inc = np.fromiter((h.included for h in hits), dtype=bool, count=n)
+        for h, e in zip(hits, evalue.tolist()):
+            h.evalue = e
+    if th.domZ is not None:
+        domZ = np.full(n, float(th.domZ))
+    else:
+        _, group = np.unique(model, return_inverse=True)
+        domZ = np.bincount(group, weights=rep.astype(np.float64))[group]
+    nd = np.fromiter((len(h.domains) for h in hits), dtype=np.int64, count=n)
+    doms = [d for h in hits for d in h.domains]
+    dh = np.repeat(np.arange(n), nd)
+    e = _exp(np.fromiter((d.lnP for d in doms), dtype=np.float64, count=len(doms)))
+    c_evalue, i_evalue = e * domZ[dh], e * Z
+    if not th.cut:
+        dscore = np.fromiter((d.score for d in doms), dtype=np.float64, count=len(doms))
+        drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
+        dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
+        for d, ce, ie, r, i in zip(doms, c_evalue.tolist(), i_evalue.tolist(), drep.tolist(), dinc.tolist()):
+            d.c_evalue, d.i_evalue, d.reported, d.included = ce, ie, r, i
+    else:
+        for d, ce, ie in zip(doms, c_evalue.tolist(), i_evalue.tolist()):
+            d.c_evalue, d.i_evalue = ce, ie
     for h in hits:
-        by_model.setdefault(h.model, []).append(h)
-    for m, group in by_model.items():
-        if not th.cut:
-            for h in group:
-                h.reported = th.target_reportable(h.score, h.lnP, Z)
-                h.included = h.reported and th.target_includable(h.score, h.lnP, Z)
-        domZ = th.domZ if th.domZ is not None else float(sum(h.reported for h in group))
-        for h in group:
-            h.evalue = math.exp(h.lnP) * Z
-            for dom in h.domains:
-                dom.c_evalue = math.exp(dom.lnP) * domZ
-                dom.i_evalue = math.exp(dom.lnP) * Z
-                if not th.cut:
-                    dom.reported = h.reported and th.domain_reportable(dom.score, dom.lnP, domZ)
-                    dom.included = h.included and th.domain_includable(dom.score, dom.lnP, domZ)
-            if h.noverlaps:  # workaround_bug_h74: hide duplicate alignments from one cluster
-                for a in range(len(h.domains)):
-                    for b in range(a + 1, len(h.domains)):
-                        d1, d2 = h.domains[a], h.domains[b]
-                        if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
-                            drop = d2 if d1.score >= d2.score else d1
-                            drop.reported = drop.included = False
+        if h.noverlaps:  # workaround_bug_h74: hide duplicate alignments from one cluster
+            for a in range(len(h.domains)):
+                for b in range(a + 1, len(h.domains)):
+                    d1, d2 = h.domains[a], h.domains[b]
+                    if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
+                        drop = d2 if d1.score >= d2.score else d1
+                        drop.reported = drop.included = False
 
 
 def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
     """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`)."""
-    from .output import sort_hits as sort_query
+    from .output import hit_order
 
-    by_model: dict[int, list[Hit]] = {}
-    for h in hits:
-        by_model.setdefault(h.model, []).append(h)
     inc_by_E = th.cut is None and th.incT is None
-    return [h for m in sorted(by_model) for h in sort_query(by_model[m], inc_by_E=inc_by_E)]
+    return [hits[i] for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()]

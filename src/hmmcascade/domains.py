@@ -26,7 +26,9 @@ see ``kernels/domains.cl`` for what is exact and what agrees to rounding.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -34,9 +36,9 @@ from . import stats
 from .device import Device, _cl
 from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up
 from .profiles import KP, ProfileDB
-from .results import Alignment, Domain
+from .results import Alignment, AlignmentLines, Domain, gc_paused
 
-__all__ = ["DomainEngine", "PairDomains", "flogsum", "encode_pp"]
+__all__ = ["DomainEngine", "PairDomains", "PairDomainsBatch", "flogsum", "encode_pp"]
 
 F32 = np.float32
 LOG2 = 0.69314718055994529  # eslCONST_LOG2
@@ -63,42 +65,167 @@ def flogsum(a: float, b: float) -> float:
 
 
 def kahan_fsum_rows(rows: list) -> np.ndarray:
-    """esl_vec_FSum (compensated float summation, in order) of many float32 vectors at once.
+    """esl_vec_FSum (compensated float summation, in order) of many float32 vectors at once."""
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    flat = np.concatenate([np.asarray(r, dtype=F32) for r in rows]) if rows else np.zeros(0, F32)
+    return kahan_fsum_segments(flat, _starts(lengths), lengths)
 
-    Positions past a vector's end leave its sum and compensation unchanged."""
-    if not rows:
-        return np.zeros(0, dtype=F32)
-    n = max(len(r) for r in rows)
-    a = np.zeros((len(rows), n), dtype=F32)
-    for t, r in enumerate(rows):
-        a[t, : len(r)] = r
-    lengths = np.array([len(r) for r in rows])
-    s = np.zeros(len(rows), dtype=F32)
-    c = np.zeros(len(rows), dtype=F32)
-    for i in range(n):
-        live = lengths > i
-        y = a[:, i] - c
-        t = s + y
-        cn = (t - s) - y
-        s = np.where(live, t, s)
-        c = np.where(live, cn, c)
-    return s
+
+def kahan_fsum_segments(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                        trailing_zeros: np.ndarray | None = None) -> np.ndarray:
+    """esl_vec_FSum of segments ``values[starts[n] : starts[n] + lengths[n]]``, all at once.
+
+    Per segment, in order and in float: ``y = x - c; t = s + y; c = (t - s) - y; s = t``.
+    ``trailing_zeros[n]`` more zeros follow segment n (a zero can still move s by c; the
+    first zero that leaves (s, c) unchanged ends that segment's loop).  Zeros before a
+    segment's first value are no-ops and need not be given.  The loop runs over the
+    positions of the longest segment with the live segments as a prefix (longest first), so
+    the work is the total length plus a few numpy calls per position.
+    """
+    n = len(starts)
+    out = np.zeros(n, dtype=F32)
+    if n == 0:
+        return out
+    order = np.argsort(-lengths, kind="stable")
+    ln, st = lengths[order], starts[order]
+    s, c = np.zeros(n, dtype=F32), np.zeros(n, dtype=F32)
+    nmax = int(ln[0])
+    live = np.searchsorted(-ln, -np.arange(nmax), side="left").tolist()  # segments longer than each position
+    at, y, t = np.empty(n, dtype=np.int64), np.empty(n, dtype=F32), np.empty(n, dtype=F32)
+    for pos in range(nmax):
+        k = live[pos]
+        at_, y_, t_, s_, c_ = at[:k], y[:k], t[:k], s[:k], c[:k]
+        np.add(st[:k], pos, out=at_)
+        np.take(values, at_, out=y_)
+        np.subtract(y_, c_, out=y_)  # y = x - c
+        np.add(s_, y_, out=t_)  # t = s + y
+        np.subtract(t_, s_, out=c_)
+        np.subtract(c_, y_, out=c_)  # c = (t - s) - y
+        s_[...] = t_
+    if trailing_zeros is not None and len(trailing_zeros):
+        tz = np.asarray(trailing_zeros)[order]
+        zero = F32(0.0)
+        for step in range(int(tz.max())):
+            m = np.flatnonzero(tz > step)
+            y = zero - c[m]
+            t = s[m] + y
+            cn = (t - s[m]) - y
+            moved = (t.view(np.int32) != s[m].view(np.int32)) | (cn.view(np.int32) != c[m].view(np.int32))
+            if not moved.any():
+                break
+            s[m], c[m] = t, cn
+    out[order] = s
+    return out
+
+
+def sequential_fsum(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, from_zero: bool = False) -> np.ndarray:
+    """Float sums of segments adding left to right, as a C loop ``for (...) sum += x[i]`` does.
+
+    ``np.add.accumulate(seg, dtype=float32)[-1]`` per segment (np.sum would sum pairwise), all
+    segments at once.  Without ``from_zero`` the sum starts at a segment's first value (as
+    accumulate does; segments must not be empty), with it at 0.0f (empty segments give 0).
+    """
+    n = len(starts)
+    out = np.zeros(n, dtype=F32)
+    if n == 0:
+        return out
+    order = np.argsort(-lengths, kind="stable")
+    ln, st = lengths[order], starts[order]
+    nmax = int(ln[0])
+    live = np.searchsorted(-ln, -np.arange(nmax), side="left").tolist()
+    if from_zero:
+        acc, first = np.zeros(n, dtype=F32), 0
+    else:
+        acc, first = values[st].astype(F32), 1
+    at, y = np.empty(n, dtype=np.int64), np.empty(n, dtype=F32)
+    for pos in range(first, nmax):
+        k = live[pos]
+        np.add(st[:k], pos, out=at[:k])
+        np.take(values, at[:k], out=y[:k])
+        np.add(acc[:k], y[:k], out=acc[:k])
+    out[order] = acc
+    return out
 
 
 def encode_pp(p: np.ndarray) -> str:
     """p7_alidisplay_EncodePostProb for a vector of float posteriors."""
-    p = np.asarray(p, dtype=np.float64) + 0.05
-    out = np.where(p >= 1.0, ord("*"), (p * 10.0).astype(np.int64) + ord("0"))
-    return out.astype(np.uint8).tobytes().decode()
+    return encode_pp_bytes(p).tobytes().decode()
+
+
+def encode_pp_bytes(p: np.ndarray) -> np.ndarray:
+    """:func:`encode_pp` as uint8 character codes: '*' where (double) p + 0.05 >= 1, else '0' + int(10 (p + 0.05))."""
+    q = np.asarray(p, dtype=np.float64) + 0.05
+    star = q >= 1.0
+    q *= 10.0
+    code = q.astype(np.int64)
+    code += ord("0")
+    code[star] = ord("*")
+    return code.astype(np.uint8)
 
 
 def null2_odds(weights: np.ndarray) -> np.ndarray:
     """The null2 odds vector [KP] from the kernel's 20 canonical values (esl_abc_FAvgScVec + specials)."""
-    from .ensemble import average_degenerate
+    return null2_odds_rows(np.asarray(weights, dtype=F32)[None, :20])[0]
 
-    n2 = np.ones(KP, dtype=F32)
-    n2[:20] = weights[:20]
-    return average_degenerate(n2)
+
+def null2_odds_rows(weights: np.ndarray) -> np.ndarray:
+    """:func:`null2_odds` of many envelopes: [n, 20] kernel values -> [n, KP] odds.
+
+    Codes 20 (gap), 27, 28 are 1; each degenerate code is the float mean of its residues'
+    values, summed in order (esl_abc_FAvgScVec, as :func:`hmmcascade.ensemble.average_degenerate`).
+    """
+    from .ensemble import AMINO_DEGENERACIES
+
+    n = weights.shape[0]
+    n2 = np.ones((n, KP), dtype=F32)
+    n2[:, :20] = weights[:, :20]
+    for x, members in AMINO_DEGENERACIES.items():
+        total = np.zeros(n, dtype=F32)
+        for y in members:
+            total = total + n2[:, y]
+        n2[:, x] = total / F32(len(members))
+    return n2
+
+
+def flogsum_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`flogsum` elementwise over float32 arrays (same operations, same results)."""
+    a, b = np.asarray(a, dtype=F32), np.asarray(b, dtype=F32)
+    a, b = np.broadcast_arrays(a, b)
+    ge = a >= b
+    mx, mn = np.where(ge, a, b), np.where(ge, b, a)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = (mx - mn).astype(F32)
+        direct = (mn == -np.inf) | ~(d < F32(15.7))  # d >= 15.7f (a NaN d has no table entry)
+        idx = np.where(direct, F32(0.0), d * F32(1000.0)).astype(np.int64)
+    return np.where(direct, mx, (mx + _LOGSUM_TABLE[idx]).astype(F32)).astype(F32)
+
+
+def _starts(lengths: np.ndarray) -> np.ndarray:
+    """Start offsets of consecutive segments of the given lengths."""
+    out = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
+        np.cumsum(lengths[:-1], out=out[1:])
+    return out
+
+
+def _blocks(lengths: np.ndarray, size: int = 1 << 18):
+    """Consecutive segment ranges (a, b) of about ``size`` elements in all (at least one segment each),
+    so that per-element temporaries stay small."""
+    end = np.cumsum(lengths)
+    a = 0
+    while a < len(lengths):
+        b = max(a + 1, int(np.searchsorted(end, end[a] - lengths[a] + size, side="right")))
+        yield a, b
+        a = b
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(starts[n], starts[n] + lengths[n])`` over n."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.repeat(np.asarray(starts, dtype=np.int64) - _starts(lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
 def find_regions(btot: np.ndarray, etot: np.ndarray, mocc: np.ndarray) -> list[tuple[int, int, bool]]:
@@ -486,163 +613,480 @@ class DomainEngine:
                 ensemble_out[(p, r)] = res
 
         # ---- [envelope and scoring block]
-        # envelopes, in HMMER's order: regions left to right; clusters in order within a region
-        jobs = []  # (pair, region index, i, j, null2_done)
-        for p in range(n):
-            for r, (i, j, is_multi) in enumerate(regions[p]):
-                if is_multi:
-                    for (i2, j2) in ensemble_out[(p, r)][1]:
-                        jobs.append((p, r, i2, j2, True))
-                else:
-                    jobs.append((p, r, i, j, False))
-        if jobs:
-            jp = np.array([x[0] for x in jobs])
-            js = pair_seq[jp]
-            jm = pair_model[jp]
-            ji = np.array([x[2] for x in jobs])
-            jj = np.array([x[3] for x in jobs])
+        # envelopes in HMMER's order (regions left to right; clusters in order within a region),
+        # rescored alone on the device; then everything after the kernel, vectorised over the batch
+        jobs = envelope_jobs(regions, ensemble_out)
+        env = []
+        if len(jobs):
+            js, jm = pair_seq[jobs.pair], pair_model[jobs.pair]
             L = seqs.lengths[js].astype(np.int64)
             pmove = (F32(2.0) / (L.astype(F32) + F32(2.0))).astype(F32)
-            xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)], axis=1)
-            env = self.envelopes(batch, js, jm, ji, jj - ji + 1, xfm, mode=1)
-        else:
-            env = []
+            xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)],
+                           axis=1)
+            env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1)
+        return score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
+                             ensemble_out, jobs, env)
 
-        out: list[PairDomains | None] = [None] * n
-        pending = []
-        per_pair: dict[int, list] = {}
-        for t, job in enumerate(jobs):
-            per_pair.setdefault(job[0], []).append((job, env[t]))
-        for p in range(n):
-            if not regions[p]:
-                continue
-            s, mdl = int(pair_seq[p]), int(pair_model[p])
-            Lseq = int(seqs.lengths[s])
-            dsq = seqs.residues[seqs.offsets[s]: seqs.offsets[s] + Lseq]
-            n2sc = np.zeros(Lseq + 1, dtype=F32)
-            for r, (i, j, is_multi) in enumerate(regions[p]):
-                if is_multi:
-                    n2sc[i: j + 1] = ensemble_out[(p, r)][0]
-            doms, last_j2, noverlaps = [], {}, 0
-            nenv = 0
-            for (job, res) in per_pair.get(p, []):
-                _, r, i, j, done = job
-                nenv += 1
-                if done:
-                    if i <= last_j2.get(r, 0):
-                        noverlaps += 1
-                if res is None:
-                    continue
-                if not done:
-                    odds = null2_odds(res["null2"])
-                    with np.errstate(divide="ignore"):
-                        n2sc[i: j + 1] = np.log(odds[dsq[i - 1: j]].astype(F32)).astype(F32)
-                corr = np.add.accumulate(n2sc[i: j + 1], dtype=F32)[-1]  # sequential float sum, as HMMER's loop
-                ali = self._alignment(res, i, mdl, dsq, Lseq)
-                if ali is None:
-                    continue
-                if done:
-                    last_j2[r] = j
-                doms.append(Domain(env_from=i, env_to=j, score=0.0, bias=0.0, lnP=0.0, c_evalue=0.0, i_evalue=0.0,
-                                   acc=float(res["oasc"]) / (1.0 + abs(j - i)), alignment=ali,
-                                   env_nats=res["envsc"], correction_nats=float(corr)))
-            nclustered = sum(1 for x in regions[p] if x[2])
-            if not doms:
-                continue
-            pending.append((p, doms, n2sc, Lseq, mdl, dict(nexpected=float(nexpected[p]), nregions=len(regions[p]),
-                                                          nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenv)))
-        sums = kahan_fsum_rows([x[2] for x in pending])
-        for (p, doms, n2sc, Lseq, mdl, counts), seqsum in zip(pending, sums):
-            out[p] = self._score(doms, float(seqsum), Lseq, float(fwd_nats[p]), float(null_nats[p]), mdl, **counts)
+
+# ---- envelope results to scored domains, vectorised over a batch ---------------------------------
+
+
+@dataclass
+class EnvelopeJobs:
+    """The envelopes of a batch in HMMER's order: pairs in order; regions left to right; a
+    multi-domain region's clusters in order (arrays over envelopes)."""
+
+    pair: np.ndarray  #: int64, index of the pair
+    region: np.ndarray  #: int64, region number within the pair
+    i: np.ndarray  #: int64, first residue of the envelope
+    j: np.ndarray  #: int64, last residue
+    clustered: np.ndarray  #: bool, from a multi-domain region (null2 scores from the clustering)
+
+    def __len__(self) -> int:
+        return len(self.pair)
+
+
+def envelope_jobs(regions: list, ensemble_out: dict) -> EnvelopeJobs:
+    """The envelopes to rescore: each single-domain region as is, each multi-domain region's clusters."""
+    rows = []
+    for p, regs in enumerate(regions):
+        for r, (i, j, multi) in enumerate(regs):
+            if multi:
+                rows.extend((p, r, i2, j2, 1) for i2, j2 in ensemble_out[(p, r)][1])
+            else:
+                rows.append((p, r, i, j, 0))
+    a = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    return EnvelopeJobs(pair=a[:, 0], region=a[:, 1], i=a[:, 2], j=a[:, 3], clustered=a[:, 4].astype(bool))
+
+
+class DisplayTables:
+    """Per model node (node k of model m at ``node_off[m] + k - 1``): what alignment displays show.
+
+    ``cons``, ``rf``, ``cs``: the model's consensus, RF and CS characters ('.' for models
+    without RF / CS: ``has_rf``, ``has_cs``); ``positive``: bit x set where the match emission
+    odds of residue code x is > 1 (the '+' of the match line).
+    """
+
+    def __init__(self, db: ProfileDB):
+        M = db.M.astype(np.int64)
+        self.M = M
+        self.node_off = _starts(M)
+        nodes = int(M.sum())
+        self.has_rf = np.array([len(str(x)) > 0 for x in db.rf], dtype=bool)
+        self.has_cs = np.array([len(str(x)) > 0 for x in db.cs], dtype=bool)
+        self.cons = _node_chars(db.consensus, M, "x")
+        self.rf = _node_chars(db.rf, M, ".")
+        self.cs = _node_chars(db.cs, M, ".")
+        model = np.repeat(np.arange(len(M)), M)
+        k0 = np.arange(nodes, dtype=np.int64) - np.repeat(self.node_off, M)
+        base = db.emis_off.astype(np.int64)[model] + k0
+        self.positive = np.zeros(nodes, dtype=np.uint32)
+        for x in range(KP):
+            self.positive |= (db.fwd_msc_f32[base + x * M[model]] > 1.0).astype(np.uint32) << np.uint32(x)
+        self.evparams = db.evparams
+
+
+def _node_chars(lines, M: np.ndarray, fill: str) -> np.ndarray:
+    """One character per node: each model's line, cut or padded with ``fill`` to its M."""
+    return np.frombuffer("".join(str(x).ljust(int(m), fill)[: int(m)] for x, m in zip(lines, M)).encode("ascii"),
+                         dtype=np.uint8)
+
+
+_DISPLAY_CACHE: dict = {}
+
+
+def display_tables(db: ProfileDB) -> DisplayTables:
+    """:class:`DisplayTables` of ``db``, made once per database object."""
+    import weakref
+
+    hit = _DISPLAY_CACHE.get(id(db))
+    if hit is not None and hit[0]() is db:
+        return hit[1]
+    tables = DisplayTables(db)
+    for key in [k for k, (ref, _) in _DISPLAY_CACHE.items() if ref() is None]:
+        del _DISPLAY_CACHE[key]
+    _DISPLAY_CACHE[id(db)] = (weakref.ref(db), tables)
+    return tables
+
+
+_U8 = np.uint8
+_AMINO_UPPER = np.frombuffer(AMINO.upper().encode(), dtype=_U8)
+_AMINO_LOWER = np.frombuffer(AMINO.lower().encode(), dtype=_U8)
+_TO_UPPER = np.frombuffer(bytes(range(256)).upper(), dtype=_U8)  # ASCII letters upper-cased
+
+
+def _oa_segments(st: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """Per trace ``st[start[n]:end[n]]``: the displayed columns z1..z2 (p7_alidisplay_Create's span).
+
+    z1 is the first M after the first B, z2 the last M at or before the first E after z1 (or the
+    trace's end).  Returns (ok, z1, z2); ok is False for a trace without B or without M after it.
+    The M searches walk from B forward and from E backward (a local entry is an M right after B).
+    """
+    n = len(start)
+    ok = np.zeros(n, dtype=bool)
+    z1 = np.zeros(n, dtype=np.int64)
+    z2 = np.zeros(n, dtype=np.int64)
+    be = np.flatnonzero((st == ST_B) | (st == ST_E))
+    is_b = st[be] == ST_B
+    bpos, epos = be[is_b], be[~is_b]
+    if n == 0 or not len(bpos):
+        return ok, z1, z2
+    q = np.searchsorted(bpos, start)
+    cand = bpos[np.minimum(q, len(bpos) - 1)] + 1
+    ok = (q < len(bpos)) & (cand <= end)
+    active = np.flatnonzero(ok)
+    while len(active):  # first M after B
+        inside = cand[active] < end[active]
+        ok[active[~inside]] = False
+        active = active[inside]
+        active = active[st[cand[active]] != ST_M]
+        cand[active] += 1
+    z1 = np.where(ok, cand, 0)
+    if len(epos):
+        q = np.searchsorted(epos, z1, side="right")
+        e1 = epos[np.minimum(q, len(epos) - 1)]
+        cand = np.where((q < len(epos)) & (e1 < end), e1, end - 1)
+    else:
+        cand = end - 1
+    active = np.flatnonzero(ok)
+    while len(active):  # last M at or before that E (z1 is one)
+        active = active[st[cand[active]] != ST_M]
+        cand[active] -= 1
+    z2 = np.where(ok, cand, 0)
+    return ok, z1, z2
+
+
+def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
+    """The columns p7_alidisplay_Create shows of each envelope's OA trace (``res[t]``: st, k, i, pp).
+
+    Returns (ok, ncol, (st, k, i, pp)): ok[t] is False for a trace with nothing to show (no B, or
+    no M after it); trace t's ``ncol[t]`` shown columns follow those of the traces before it in
+    the four arrays (st as uint8).  Traces are joined ``chunk`` columns at a time; the outputs are
+    the filled part of arrays sized for all trace columns (a large array's unwritten tail takes
+    address space, not memory).
+    """
+    n = len(res)
+    tlen = np.fromiter((len(r["st"]) for r in res), dtype=np.int64, count=n)
+    cap = int(tlen.sum())
+    out = (np.empty(cap, dtype=np.uint8), np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.int32),
+           np.empty(cap, dtype=F32))
+    ok = np.zeros(n, dtype=bool)
+    ncol = np.zeros(n, dtype=np.int64)
+    at = 0
+    for a, b in _blocks(tlen, chunk):
+        part = res[a:b]
+        st = np.concatenate([r["st"] for r in part])
+        start = _starts(tlen[a:b])
+        good, z1, z2 = _oa_segments(st, start, start + tlen[a:b])
+        ok[a:b] = good
+        ncol[a:b] = np.where(good, z2 - z1 + 1, 0)
+        edge = np.zeros(len(st) + 1, dtype=np.int8)  # +1 where a shown span starts, -1 after it
+        edge[z1[good]] = 1
+        edge[z2[good] + 1] = -1
+        shown = np.cumsum(edge[:-1], dtype=np.int8).view(bool)  # the spans are disjoint: 0 or 1
+        m = int(ncol[a:b].sum())
+        out[0][at: at + m] = st[shown]
+        for arr, key in zip(out[1:], ("k", "i", "pp")):
+            arr[at: at + m] = np.concatenate([r[key] for r in part])[shown]
+        at += m
+    return ok, ncol, tuple(arr[:at] for arr in out)
+
+
+def alignment_lines(tables: DisplayTables, residues: np.ndarray, st: np.ndarray, k: np.ndarray, i: np.ndarray,
+                    pp: np.ndarray, ncol: np.ndarray, model: np.ndarray, res_base: np.ndarray,
+                    chunk_cols: int = 1 << 18) -> dict:
+    """p7_alidisplay_Create's lines of many alignments at once, as :class:`AlignmentLines` arguments.
+
+    ``st``, ``k``, ``i``, ``pp``: the displayed trace columns (state, node k, residue i within
+    the envelope, posterior) of all alignments, concatenated; alignment n has ``ncol[n]`` of
+    them, its model is ``model[n]`` and its residue i is ``residues[res_base[n] + i]``.  Model
+    line: the consensus, '.' for an insert; match: the consensus residue where it equals the
+    target's (case-blind), '+' where the match emission odds > 1, else ' ' (match states only);
+    target: upper case for M, lower for I, '-' for D; PP: :func:`encode_pp`, '.' for D; RF / CS:
+    the model's, '.' for I.  Done ``chunk_cols`` columns at a time (the temporaries stay small).
+    """
+    end = np.cumsum(ncol)
+    start = end - ncol
+    total = int(end[-1]) if len(end) else 0
+    kinds = ["model", "match", "target", "pp"]
+    extra = {}
+    for kind in ("rf", "cs"):
+        has = getattr(tables, "has_" + kind)[model]
+        if has.any():
+            kinds.append(kind)
+            extra["has_" + kind] = has
+    out = {kind: np.empty(total, dtype=_U8) for kind in kinds}
+    for a, b in _blocks(ncol, chunk_cols):
+        lo, hi = int(start[a]), int(end[b - 1])
+        cols = _alignment_columns(tables, residues, st[lo:hi], k[lo:hi], i[lo:hi], pp[lo:hi],
+                                  np.repeat(model[a:b], ncol[a:b]), np.repeat(res_base[a:b], ncol[a:b]), kinds)
+        for kind, line in cols.items():
+            out[kind][lo:hi] = line
+    return {kind: line.tobytes() for kind, line in out.items()} | dict(start=start, end=end, **extra)
+
+
+def _alignment_columns(tables, residues, s, kk, ii, pp, model, res_base, kinds) -> dict:
+    """:func:`alignment_lines`'s characters (uint8) of some columns, for the lines in ``kinds``."""
+    is_m, is_i = s == ST_M, s == ST_I
+    node = tables.node_off[model] - 1 + kk
+    cons = tables.cons[node]
+    x = np.take(residues, res_base + ii, mode="clip")  # (used for M and I columns only)
+    sym = _AMINO_UPPER[x]
+    positive = ((tables.positive[node] >> x) & np.uint32(1)).astype(bool)
+    match = np.where(_TO_UPPER[cons] == sym, cons, np.where(positive, _U8(ord("+")), _U8(ord(" "))))
+    out = {"model": np.where(is_i, _U8(ord(".")), cons),
+           "match": np.where(is_m, match, _U8(ord(" "))),
+           "target": np.where(is_m, sym, np.where(is_i, _AMINO_LOWER[x], _U8(ord("-")))),
+           "pp": np.where(s == ST_D, _U8(ord(".")), encode_pp_bytes(pp))}
+    for kind in ("rf", "cs"):
+        if kind in kinds:
+            out[kind] = np.where(is_i, _U8(ord(".")), getattr(tables, kind)[node])
+    return out
+
+
+class PairDomainsBatch(Sequence):
+    """Domain definition of a batch of pairs: a sequence of :class:`PairDomains` or None per pair.
+
+    Scores and counts are arrays over the pairs (``has``: the pair has a domain; ``seq_score``
+    ...), ``dom`` holds arrays over the domains (pair p's are ``dom_start[p] : dom_start[p] +
+    ndom[p]``, in HMMER's order), ``lines`` their alignment lines.  Domain and alignment records
+    are made on request (:meth:`domains`, and indexing), once per pair.
+    """
+
+    def __init__(self, *, has: np.ndarray, seq_score: np.ndarray, pre_score: np.ndarray, sum_score: np.ndarray,
+                 nexpected: np.ndarray, nregions: np.ndarray, nclustered: np.ndarray, noverlaps: np.ndarray,
+                 nenvelopes: np.ndarray, dom_start: np.ndarray, ndom: np.ndarray, dom: dict,
+                 lines: AlignmentLines | None):
+        self.has = has
+        self.seq_score, self.pre_score, self.sum_score = seq_score, pre_score, sum_score
+        self.nexpected, self.nregions, self.nclustered = nexpected, nregions, nclustered
+        self.noverlaps, self.nenvelopes = noverlaps, nenvelopes
+        self.dom_start, self.ndom = dom_start, ndom
+        self.dom = dom  # name -> array over domains: env_from env_to score bias lnP acc env_nats correction_nats
+        #                 hmm_from hmm_to ali_from ali_to M L
+        self.lines = lines
+        self._made: dict[int, list] = {}
+
+    @classmethod
+    def from_pairs(cls, pairs: list) -> "PairDomainsBatch":
+        """A batch view of a list of :class:`PairDomains` or None (its Domain records are kept)."""
+        n = len(pairs)
+        has = np.array([pd is not None for pd in pairs], dtype=bool)
+
+        def col(name, dtype):
+            return np.array([getattr(pd, name) if pd is not None else 0 for pd in pairs], dtype=dtype).reshape(n)
+
+        ndom = np.array([len(pd.domains) if pd is not None else 0 for pd in pairs], dtype=np.int64).reshape(n)
+        doms = [d for pd in pairs if pd is not None for d in pd.domains]
+        batch = cls(has=has, seq_score=col("seq_score", np.float64), pre_score=col("pre_score", np.float64),
+                    sum_score=col("sum_score", np.float64), nexpected=col("nexpected", np.float64),
+                    nregions=col("nregions", np.int64), nclustered=col("nclustered", np.int64),
+                    noverlaps=col("noverlaps", np.int64), nenvelopes=col("nenvelopes", np.int64),
+                    dom_start=_starts(ndom), ndom=ndom,
+                    dom={"score": np.array([d.score for d in doms], dtype=np.float64),
+                         "lnP": np.array([d.lnP for d in doms], dtype=np.float64)}, lines=None)
+        batch._made = {p: pd.domains for p, pd in enumerate(pairs) if pd is not None}
+        return batch
+
+    def __len__(self) -> int:
+        return len(self.has)
+
+    def __getitem__(self, p):
+        if isinstance(p, slice):
+            return [self[q] for q in range(*p.indices(len(self)))]
+        p = range(len(self))[p]
+        if not self.has[p]:
+            return None
+        return PairDomains(nexpected=float(self.nexpected[p]), nregions=int(self.nregions[p]),
+                           nclustered=int(self.nclustered[p]), noverlaps=int(self.noverlaps[p]),
+                           nenvelopes=int(self.nenvelopes[p]), domains=self.domains([p])[0],
+                           seq_score=float(self.seq_score[p]), pre_score=float(self.pre_score[p]),
+                           sum_score=float(self.sum_score[p]))
+
+    def domains(self, pairs) -> list[list[Domain]]:
+        """The Domain records (with their alignments) of each pair in ``pairs``."""
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1).tolist()
+        made = self._made
+        with gc_paused():
+            todo = [p for p in pairs if p not in made]
+            if todo:
+                nd = self.ndom[todo]
+                idx = _ranges(self.dom_start[todo], nd)
+                col = [self.dom[name][idx].tolist() for name in (
+                    "env_from", "env_to", "score", "bias", "lnP", "acc", "env_nats", "correction_nats", "hmm_from",
+                    "hmm_to", "ali_from", "ali_to", "M", "L")]
+                lines = self.lines
+                from_lines = Alignment.from_lines
+                recs = [Domain(ef, et, sc, bi, lp, 0.0, 0.0, ac, from_lines(lines, n, hf, ht, af, at, M, L), en, cn)
+                        for n, ef, et, sc, bi, lp, ac, en, cn, hf, ht, af, at, M, L in zip(idx.tolist(), *col)]
+                end = np.cumsum(nd)
+                for p, a, b in zip(todo, (end - nd).tolist(), end.tolist()):
+                    made[p] = recs[a:b]
+            return [made[p] for p in pairs]
+
+
+def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
+                  null_nats: np.ndarray, regions: list, nexpected: np.ndarray, ensemble_out: dict,
+                  jobs: EnvelopeJobs, env: list) -> PairDomainsBatch:
+    """Everything after the envelope kernel, for all pairs of a batch at once (p7_domaindef's
+    per-envelope bookkeeping, p7_alidisplay_Create, and the end of p7_Pipeline).
+
+    ``env[t]`` is the envelope kernel's result for ``jobs`` envelope t (None: decoding overflow,
+    the envelope is skipped).  Float arithmetic as HMMER's, in its order: null2 scores are
+    logf of the odds per residue; a domain's correction is their float sum over its envelope,
+    left to right; the sequence's null2 sum is esl_vec_FSum over the whole target.
+    """
+    n = len(pair_seq)
+    tables = display_tables(db)
+    nreg = np.array([len(r) for r in regions], dtype=np.int64)
+    flat_regions = [x for regs in regions for x in regs]
+    reg = np.array(flat_regions, dtype=np.int64).reshape(-1, 3)  # i, j, multi-domain
+    reg_pair = np.repeat(np.arange(n), nreg)
+    reg_first = _starts(nreg)  # flat index of each pair's first region
+    nclustered = np.bincount(reg_pair, weights=reg[:, 2], minlength=n).astype(np.int64)
+    J = len(jobs)
+    nenvelopes = np.bincount(jobs.pair, minlength=n).astype(np.int64)
+
+    # envelope kernel results of the jobs that have one
+    valid = np.fromiter((r is not None for r in env), dtype=bool, count=J)
+    vj = np.flatnonzero(valid)
+    res = [env[t] for t in vj]
+    nv = len(res)
+    envsc = np.fromiter((r["envsc"] for r in res), dtype=np.float64, count=nv)
+    oasc = np.fromiter((r["oasc"] for r in res), dtype=np.float64, count=nv)
+    ok, ncol, cols = _displayed_columns(res)
+
+    # kept domains (an envelope with a displayable alignment), in job order
+    dv = np.flatnonzero(ok)  # into the valid jobs
+    dj = vj[dv]  # into the jobs
+    dpair = jobs.pair[dj]
+    di, dj_end = jobs.i[dj], jobs.j[dj]
+    kept = np.zeros(J, dtype=bool)
+    kept[dj] = True
+
+    # overlaps: a clustered envelope starting at or before the end of the last kept one of its region
+    idx = np.where(kept & jobs.clustered, np.arange(J), -1)
+    prev = np.concatenate([[-1], np.maximum.accumulate(idx)[:-1]]) if J else idx
+    pv = np.maximum(prev, 0)
+    same = (prev >= 0) & (jobs.pair[pv] == jobs.pair) & (jobs.region[pv] == jobs.region)
+    last_j = np.where(same, jobs.j[pv], 0)
+    noverlaps = np.bincount(jobs.pair[jobs.clustered & (jobs.i <= last_j)], minlength=n).astype(np.int64)
+
+    # per pair: its domains; the null2 scores n2sc[] of residues first-region-start ..
+    # last-region-end (zero elsewhere, as p7_domaindef's n2sc) for pairs with a domain
+    ndom = np.bincount(dpair, minlength=n).astype(np.int64)
+    has = ndom > 0
+    dom_start = _starts(ndom)
+    hp = np.flatnonzero(has)
+    span_lo = np.zeros(n, dtype=np.int64)
+    span_hi = np.zeros(n, dtype=np.int64)
+    if len(reg):
+        w = nreg > 0
+        span_lo[w] = reg[reg_first[w], 0]
+        span_hi[w] = reg[reg_first[w] + nreg[w] - 1, 1]
+    span_len = np.where(has, span_hi - span_lo + 1, 0)
+    span_off = np.zeros(n, dtype=np.int64)  # rows longest first: the sums below then read memory in order
+    by_len = hp[np.argsort(-span_len[hp], kind="stable")]
+    span_off[by_len] = _starts(span_len[by_len])
+    n2sc = np.zeros(int(span_len.sum()), dtype=F32)
+    seq_off = seqs.offsets.astype(np.int64)
+    Lp = seqs.lengths[pair_seq].astype(np.int64)
+
+    # single-domain envelopes: logf of the envelope's null2 odds of each residue
+    single = np.flatnonzero(~jobs.clustered[vj] & has[jobs.pair[vj]])  # into the valid jobs
+    sj = vj[single]
+    s_pair, s_len = jobs.pair[sj], jobs.j[sj] - jobs.i[sj] + 1
+    with np.errstate(divide="ignore"):  # logf of each envelope's KP odds, then looked up per residue
+        logodds = np.log(null2_odds_rows(np.array([res[t]["null2"] for t in single], dtype=F32).reshape(-1, 20)))
+    logodds = logodds.reshape(-1)
+    src_start = seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1  # residues of each envelope
+    shift = span_off[s_pair] + jobs.i[sj] - span_lo[s_pair] - src_start  # residue index -> n2sc index
+    for a, b in _blocks(s_len):
+        src = _ranges(src_start[a:b], s_len[a:b])
+        row = np.repeat(np.arange(a, b, dtype=np.int64) * KP, s_len[a:b])
+        n2sc[src + np.repeat(shift[a:b], s_len[a:b])] = logodds[row + seqs.residues[src]]
+    # multi-domain regions: the clustering's scores
+    multi_r = np.flatnonzero((reg[:, 2] == 1) & has[reg_pair])  # flat region numbers
+    if len(multi_r):
+        m_pair = reg_pair[multi_r]
+        m_vals = [ensemble_out[(p, r)][0] for p, r in zip(m_pair.tolist(), (multi_r - reg_first[m_pair]).tolist())]
+        m_len = np.array([len(v) for v in m_vals], dtype=np.int64)
+        m_dst = span_off[m_pair] + reg[multi_r, 0] - span_lo[m_pair]
+        for a, b in _blocks(m_len):
+            n2sc[_ranges(m_dst[a:b], m_len[a:b])] = np.concatenate(m_vals[a:b])
+
+    # each kept domain's correction: its envelope's null2 scores summed in order
+    corr = sequential_fsum(n2sc, span_off[dpair] + di - span_lo[dpair], dj_end - di + 1)
+    # the target's null2 sum: esl_vec_FSum over residues 0..L
+    n2sum = kahan_fsum_segments(n2sc, span_off[hp], span_len[hp], trailing_zeros=(Lp - span_hi)[hp])
+
+    # scores (the end of p7_Pipeline), in HMMER's float and double steps
+    f32 = F32
+    env_f = envsc[dv].astype(F32)
+    dlen = dj_end - di + 1
+    fwd = fwd_nats[hp].astype(F32)
+    nul = null_nats[hp].astype(F32)
+    L = Lp[hp]
+    with np.errstate(over="ignore", invalid="ignore"):
+        seqbias = flogsum_f32(f32(0.0), (LOG_OMEGA + n2sum.astype(np.float64)).astype(F32))
+        pre_score = ((fwd.astype(np.float64) - nul.astype(np.float64)) / LOG2).astype(F32)
+        seq_score = ((fwd.astype(np.float64) - (nul + seqbias).astype(F32).astype(np.float64)) / LOG2).astype(F32)
+        use = (env_f - corr).astype(F32) > 0.0
+        dsl = dom_start[hp]
+        nd = ndom[hp]
+        sum_env = sequential_fsum(np.where(use, env_f, f32(0.0)).astype(F32), dsl, nd, from_zero=True)
+        sbias = sequential_fsum(np.where(use, corr, f32(0.0)).astype(F32), dsl, nd, from_zero=True)
+        Ld = np.bincount(dpair[use], weights=dlen[use], minlength=n).astype(np.int64)[hp]
+        sbias = flogsum_f32(f32(0.0), (LOG_OMEGA + sbias.astype(np.float64)).astype(F32))
+        ratio = (L.astype(F32) / (L + 3).astype(F32)).astype(F32)
+        uniq, inv = np.unique(ratio, return_inverse=True)
+        lratio = np.array([math.log(float(v)) for v in uniq.tolist()], dtype=np.float64)[inv]
+        sum_score = (sum_env.astype(np.float64) + (L - Ld).astype(np.float64) * lratio).astype(F32)
+        pre2_score = ((sum_score.astype(np.float64) - nul.astype(np.float64)) / LOG2).astype(F32)
+        sum_score = ((sum_score.astype(np.float64) - (nul + sbias).astype(F32).astype(np.float64)) / LOG2).astype(F32)
+        override = (Ld > 0) & (sum_score > seq_score)
+        seq_score = np.where(override, sum_score, seq_score)
+        pre_score = np.where(override, pre2_score, pre_score)
+
+        # domain scores
+        where_hp = np.zeros(n, dtype=np.int64)
+        where_hp[hp] = np.arange(len(hp))
+        dh = where_hp[dpair]
+        bits = (env_f.astype(np.float64) + (L[dh] - dlen).astype(np.float64) * lratio[dh]).astype(F32)
+        dombias = flogsum_f32(f32(0.0), (LOG_OMEGA + corr.astype(np.float64)).astype(F32))
+        dscore = ((bits.astype(np.float64) - (nul[dh] + dombias).astype(F32).astype(np.float64)) / LOG2).astype(F32)
+        mdl = pair_model[dpair]
+        tau = tables.evparams[mdl, 4].astype(np.float64)
+        lam = tables.evparams[mdl, 5].astype(np.float64)
+        dlnP = stats.exp_logsurv(dscore, tau, lam)
+
+    # alignment displays: coordinates now, the text lines from the displayed columns when first read
+    ncol = ncol[dv]
+    c_end = np.cumsum(ncol)
+    c_start = c_end - ncol
+    col_st, col_k, col_i, col_pp = cols
+    lines = AlignmentLines.deferred(partial(alignment_lines, tables, seqs.residues, col_st, col_k, col_i, col_pp,
+                                            ncol, mdl, seq_off[pair_seq[dpair]] + di - 2))
+    hmm_from, hmm_to = col_k[c_start], col_k[c_end - 1]
+    r_from, r_to = col_i[c_start].astype(np.int64), col_i[c_end - 1].astype(np.int64)
+    dom = {
+        "env_from": di, "env_to": dj_end, "score": dscore.astype(np.float64),
+        "bias": dombias.astype(np.float64) * 1.44269504088896341,  # printed as bits: dombias * eslCONST_LOG2R
+        "lnP": dlnP, "acc": oasc[dv] / (1.0 + np.abs(dj_end - di)), "env_nats": envsc[dv],
+        "correction_nats": corr.astype(np.float64), "hmm_from": hmm_from, "hmm_to": hmm_to,
+        "ali_from": r_from + di - 1, "ali_to": r_to + di - 1, "M": tables.M[mdl], "L": Lp[dpair],
+    }
+
+    def per_pair(values, dtype):
+        out = np.zeros(n, dtype=dtype)
+        out[hp] = values
         return out
 
-    # ---- host pieces ------------------------------------------------------------------------
-    def _alignment(self, res: dict, i0: int, mdl: int, dsq: np.ndarray, L: int) -> Alignment | None:
-        """p7_alidisplay_Create for the OA trace of an envelope starting at residue i0."""
-        st, kk, ii, pp = res["st"], res["k"], res["i"], res["pp"]
-        b = np.flatnonzero(st == ST_B)
-        if not len(b):
-            return None
-        ms = np.flatnonzero(st == ST_M)
-        ms1 = ms[ms > b[0]]
-        if not len(ms1):
-            return None
-        z1 = int(ms1[0])
-        e = np.flatnonzero((st == ST_E) & (np.arange(len(st)) > z1))
-        zend = int(e[0]) if len(e) else len(st) - 1
-        ms2 = ms[ms <= zend]
-        z2 = int(ms2[-1])
-        seg = slice(z1, z2 + 1)
-        s, k, i, p = st[seg], kk[seg], ii[seg].astype(np.int64) + (i0 - 1), pp[seg]
-        cons = self.db.consensus[mdl]
-        M = int(self.db.M[mdl])
-        odds = self.db.emission(self.db.fwd_msc_f32, mdl)
-        model_chars, mline, aseq = [], [], []
-        for z in range(len(s)):
-            if s[z] == ST_M:
-                x = int(dsq[i[z] - 1])
-                c = cons[k[z] - 1]
-                model_chars.append(c)
-                sym = AMINO[x]
-                if c.upper() == sym:
-                    mline.append(c)
-                elif odds[x, k[z] - 1] > 1.0:
-                    mline.append("+")
-                else:
-                    mline.append(" ")
-                aseq.append(sym.upper())
-            elif s[z] == ST_I:
-                x = int(dsq[i[z] - 1])
-                model_chars.append(".")
-                mline.append(" ")
-                aseq.append(AMINO[x].lower())
-            else:
-                model_chars.append(cons[k[z] - 1])
-                mline.append(" ")
-                aseq.append("-")
-        ppl = np.frombuffer(encode_pp(p).encode(), dtype=np.uint8).copy()
-        ppl[s == ST_D] = ord(".")
-        rf = self.db.rf[mdl] if len(self.db.rf[mdl]) else None
-        cs = self.db.cs[mdl] if len(self.db.cs[mdl]) else None
-        rf_line = "".join("." if s[z] == ST_I else rf[k[z] - 1] for z in range(len(s))) if rf else None
-        cs_line = "".join("." if s[z] == ST_I else cs[k[z] - 1] for z in range(len(s))) if cs else None
-        return Alignment(hmm_from=int(k[0]), hmm_to=int(k[-1]), ali_from=int(i[0]), ali_to=int(i[-1]),
-                         model_line="".join(model_chars), match_line="".join(mline), target_line="".join(aseq),
-                         pp_line=ppl.tobytes().decode(), M=M, L=L, rf_line=rf_line, cs_line=cs_line)
-
-    def _score(self, doms, n2sum, L, fwdsc, nullsc, mdl, **counts) -> PairDomains:
-        """The end of p7_Pipeline: null2-corrected sequence score, the domain-sum override, domain scores.
-
-        ``n2sum`` is esl_vec_FSum of the per-residue null2 scores of the whole target."""
-        f32 = F32
-        fwdsc, nullsc = f32(fwdsc), f32(nullsc)
-        seqbias = f32(n2sum)
-        seqbias = f32(flogsum(0.0, LOG_OMEGA + float(seqbias)))
-        pre_score = f32((float(fwdsc) - float(nullsc)) / LOG2)
-        seq_score = f32((float(fwdsc) - float(f32(nullsc + seqbias))) / LOG2)
-        sum_score, sbias, Ld = f32(0.0), f32(0.0), 0
-        for d in doms:
-            if f32(f32(d.env_nats) - f32(d.correction_nats)) > 0.0:
-                sum_score = f32(sum_score + f32(d.env_nats))
-                Ld += d.env_to - d.env_from + 1
-                sbias = f32(sbias + f32(d.correction_nats))
-        sbias = f32(flogsum(0.0, LOG_OMEGA + float(sbias)))
-        lratio = math.log(float(f32(f32(L) / f32(L + 3))))
-        sum_score = f32(float(sum_score) + (L - Ld) * lratio)
-        pre2_score = f32((float(sum_score) - float(nullsc)) / LOG2)
-        sum_score = f32((float(sum_score) - float(f32(nullsc + sbias))) / LOG2)
-        if Ld > 0 and sum_score > seq_score:
-            seq_score, pre_score = sum_score, pre2_score
-        tau, lam = (float(v) for v in self.db.evparams[mdl, 4:6])
-        for d in doms:
-            Ldom = d.env_to - d.env_from + 1
-            bits = f32(float(f32(d.env_nats)) + (L - Ldom) * lratio)
-            dombias = f32(flogsum(0.0, LOG_OMEGA + float(f32(d.correction_nats))))
-            d.bias = float(dombias) * 1.44269504088896341  # printed as bits: dombias * eslCONST_LOG2R
-            d.score = float(f32((float(bits) - float(f32(nullsc + dombias))) / LOG2))
-            d.lnP = float(stats.exp_logsurv(np.float32(d.score), tau, lam))
-        return PairDomains(domains=doms, seq_score=float(seq_score), pre_score=float(pre_score),
-                           sum_score=float(sum_score), **counts)
+    return PairDomainsBatch(
+        has=has, seq_score=per_pair(seq_score, np.float64), pre_score=per_pair(pre_score, np.float64),
+        sum_score=per_pair(sum_score, np.float64), nexpected=np.asarray(nexpected, dtype=F32).astype(np.float64),
+        nregions=nreg, nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenvelopes, dom_start=dom_start,
+        ndom=ndom, dom=dom, lines=lines)
 
 
 def _one_ensemble(task):

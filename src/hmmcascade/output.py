@@ -35,8 +35,8 @@ import numpy as np
 from . import __version__
 from .results import Alignment, Hit
 
-__all__ = ["QueryInfo", "query_infos", "sort_hits", "write_tblout", "write_domtblout", "write_alignments",
-           "alignment_lines", "write_json", "pipeline_summary", "progress_printer", "atomic_path"]
+__all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
+           "write_alignments", "alignment_lines", "write_json", "pipeline_summary", "progress_printer", "atomic_path"]
 
 
 class atomic_path:
@@ -82,13 +82,35 @@ def sort_hits(hits, *, inc_by_E: bool = True) -> list[Hit]:
     then plus strand first and the first domain's alignment start.  Where HMMER's
     ``qsort`` leaves the order unspecified, the target index decides.
     """
+    return [hits[i] for i in hit_order(hits, inc_by_E=inc_by_E).tolist()]
 
-    def key(h: Hit):
-        first = h.domains[0].alignment if h.domains else None
-        iali, jali = (first.ali_from, first.ali_to) if first is not None else (0, 0)
-        return (h.lnP if inc_by_E else -h.score, h.target_name, 0 if iali < jali else 1, iali, h.target)
 
-    return sorted(hits, key=key)
+def _sort_key(h: Hit, inc_by_E: bool) -> tuple:
+    """:func:`sort_hits`'s key of one hit."""
+    first = h.domains[0].alignment if h.domains else None
+    iali, jali = (first.ali_from, first.ali_to) if first is not None else (0, 0)
+    return (h.lnP if inc_by_E else -h.score, h.target_name, 0 if iali < jali else 1, iali, h.target)
+
+
+def hit_order(hits, *, inc_by_E: bool = True, by_model: bool = False) -> np.ndarray:
+    """Indices that put ``hits`` in :func:`sort_hits` order (one stable multi-key numpy sort).
+
+    ``by_model``: models in index order first, each model's hits in HMMER's order.
+    """
+    n = len(hits)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    primary = np.fromiter((h.lnP if inc_by_E else -h.score for h in hits), dtype=np.float64, count=n)
+    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=n) if by_model else np.zeros(n, np.int64)
+    if np.isnan(primary).any():  # no total order: sort as Python does, tuples of the keys
+        keys = [(int(m), _sort_key(h, inc_by_E)) for m, h in zip(model.tolist(), hits)]
+        return np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
+    first = [h.domains[0].alignment if h.domains else None for h in hits]
+    iali = np.fromiter((a.ali_from if a is not None else 0 for a in first), dtype=np.int64, count=n)
+    jali = np.fromiter((a.ali_to if a is not None else 0 for a in first), dtype=np.int64, count=n)
+    _, name_rank = np.unique(np.array([h.target_name for h in hits], dtype=str), return_inverse=True)
+    target = np.fromiter((h.target for h in hits), dtype=np.int64, count=n)
+    return np.lexsort((target, iali, (iali >= jali).astype(np.int64), name_rank.reshape(-1), primary, model))
 
 
 def write_tblout(path, hits, *, Z: float, queries=None, inc_by_E: bool = True, query_file: str | None = None,

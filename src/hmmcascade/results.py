@@ -9,28 +9,154 @@ name says nats.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+
+@contextmanager
+def gc_paused():
+    """Cyclic garbage collection off while many records are made at once.
+
+    Each automatic collection would walk every live object (a search holds millions); the
+    records form no reference cycles, so nothing is lost by collecting after the burst.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Line:
+    """An :class:`Alignment` text line: a descriptor-typed dataclass field, decoded on first access.
+
+    The value lives in the slot ``_<name>``.  An alignment made by :meth:`Alignment.from_lines`
+    starts without it and decodes it from its batch's :class:`AlignmentLines` when first read,
+    then keeps it; assigning sets it as usual.  ``optional`` lines (RF, CS) default to None.
+    """
+
+    def __init__(self, optional: bool = False):
+        self.optional = optional
+
+    def __set_name__(self, owner, name):
+        self.name, self.key = name, "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:  # class access: the field's default, or no default (AttributeError)
+            if self.optional:
+                return None
+            raise AttributeError(self.name)
+        try:
+            return getattr(obj, self.key)
+        except AttributeError:
+            value = obj._lines.text(obj._index, self.name)
+            setattr(obj, self.key, value)
+            return value
+
+    def __set__(self, obj, value):
+        setattr(obj, self.key, value)
+
+
+#: the text lines of an :class:`Alignment`, in field order
+LINE_FIELDS = ("model_line", "match_line", "target_line", "pp_line", "rf_line", "cs_line")
 
 
 @dataclass
 class Alignment:
-    """One domain's alignment display (HMMER's P7_ALIDISPLAY)."""
+    """One domain's alignment display (HMMER's P7_ALIDISPLAY).
+
+    The lines are ordinary attributes (read, assign, compare, pickle).  Alignments made in
+    bulk by domain definition (:meth:`from_lines`) decode them from their batch's
+    :class:`AlignmentLines` only when they are first read.
+    """
+
+    __slots__ = ("hmm_from", "hmm_to", "ali_from", "ali_to", "M", "L", "_lines", "_index") + tuple(
+        "_" + name for name in LINE_FIELDS)
 
     hmm_from: int
     hmm_to: int
     ali_from: int  #: first target residue aligned to a match state
     ali_to: int
-    model_line: str  #: model consensus; '.' for insert columns
-    match_line: str  #: identical residue, '+' for a positive score, ' ' otherwise
-    target_line: str  #: upper case for match, lower case for insert, '-' for delete
-    pp_line: str  #: posterior probability per column: '0'-'9', '*' (>= 0.95), '.' for delete
+    model_line: str = _Line()  #: model consensus; '.' for insert columns
+    match_line: str = _Line()  #: identical residue, '+' for a positive score, ' ' otherwise
+    target_line: str = _Line()  #: upper case for match, lower case for insert, '-' for delete
+    pp_line: str = _Line()  #: posterior probability per column: '0'-'9', '*' (>= 0.95), '.' for delete
     M: int  #: model length
     L: int  #: target length
-    rf_line: str | None = None  #: model reference annotation, when the model has one
-    cs_line: str | None = None  #: model consensus structure, when the model has one
+    rf_line: str | None = _Line(optional=True)  #: model reference annotation, when the model has one
+    cs_line: str | None = _Line(optional=True)  #: model consensus structure, when the model has one
+
+    @classmethod
+    def from_lines(cls, lines: "AlignmentLines", index: int, hmm_from: int, hmm_to: int, ali_from: int,
+                   ali_to: int, M: int, L: int) -> "Alignment":
+        """Alignment number ``index`` of ``lines``; its text is decoded when first read."""
+        a = object.__new__(cls)
+        a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, a.M, a.L, a._lines, a._index = (
+            hmm_from, hmm_to, ali_from, ali_to, M, L, lines, index)
+        return a
+
+    def __getstate__(self) -> dict:
+        """Pickled and copied with its text decoded, without the batch's line arrays."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
 
 
-@dataclass
+class AlignmentLines:
+    """The text lines of many alignments, as one byte string per kind of line.
+
+    ``model``, ``match``, ``target``, ``pp``: ASCII bytes, alignment ``n`` at columns
+    ``start[n]:end[n]``.  ``rf`` and ``cs``: the same columns (or None when no alignment has
+    the line), with ``has_rf[n]`` / ``has_cs[n]`` saying whose model has one.
+
+    :meth:`deferred` makes the lines only when one is first read: ``build()`` returns this
+    constructor's keyword arguments (what it needs, such as traces, is released then).
+    """
+
+    __slots__ = ("model", "match", "target", "pp", "rf", "cs", "start", "end", "has_rf", "has_cs", "_build")
+
+    def __init__(self, model: bytes, match: bytes, target: bytes, pp: bytes, start, end,
+                 rf: bytes | None = None, cs: bytes | None = None, has_rf=None, has_cs=None):
+        self._build = None
+        self.model, self.match, self.target, self.pp = model, match, target, pp
+        self.start, self.end = _int_list(start), _int_list(end)
+        self.rf, self.cs = rf, cs
+        self.has_rf = [bool(x) for x in _int_list(has_rf)] if rf is not None else None
+        self.has_cs = [bool(x) for x in _int_list(has_cs)] if cs is not None else None
+
+    @classmethod
+    def deferred(cls, build) -> "AlignmentLines":
+        """Lines made by ``build()`` (keyword arguments of the constructor) when first read."""
+        lines = object.__new__(cls)
+        lines._build = build
+        return lines
+
+    def text(self, n: int, name: str) -> str | None:
+        """Line ``name`` (an :data:`LINE_FIELDS` name) of alignment ``n``."""
+        if self._build is not None:
+            build = self._build
+            self.__init__(**build())
+        kind = name[:-5]
+        if kind in ("rf", "cs"):
+            data = self.rf if kind == "rf" else self.cs
+            if data is None or not (self.has_rf if kind == "rf" else self.has_cs)[n]:
+                return None
+        else:
+            data = getattr(self, kind)
+        return data[self.start[n]: self.end[n]].decode("ascii")
+
+
+def _int_list(values) -> list:
+    """A list of Python ints (or bools) from a sequence or a numpy array."""
+    return values.tolist() if hasattr(values, "tolist") else [int(x) for x in values]
+
+
+@dataclass(slots=True)
 class Domain:
     """One domain of a hit (HMMER's P7_DOMAIN), scored with null2 correction."""
 
@@ -65,7 +191,7 @@ class Domain:
         return self.alignment.hmm_to
 
 
-@dataclass
+@dataclass(slots=True)
 class Hit:
     """One (model, target) pair that met the reporting threshold (HMMER's P7_HIT)."""
 
