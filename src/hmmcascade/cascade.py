@@ -192,7 +192,11 @@ class Cascade:
         self.bias = BiasFilter(dev, self.models, budget)
         self.viterbi = ViterbiFilter(dev, self.models, budget)
         self.forward = ForwardFilter(dev, self.models, budget)
-        self.domains = DomainEngine(dev, self.models, db, budget)
+        # the domain stage's envelope matrices are large: on a GPU give it room for enough jobs
+        # per launch to fill the device (up to 1/8 of its memory, at most 8 GiB)
+        dom_budget = budget if (scratch_bytes or not dev.is_gpu) else \
+            max(budget, min(dev.max_alloc_bytes, dev.global_mem_bytes // 8, 8 << 30))
+        self.domains = DomainEngine(dev, self.models, db, dom_budget)
 
     def run_batch(self, seqs: SequenceSet, th: Thresholds, domains: bool = True) -> tuple[dict, StageStats]:
         """All models against one length-sorted batch; returns survivors' raw scores and counts."""

@@ -585,32 +585,17 @@ class DomainEngine:
         # ---- [decode block] regions per pair and the expected number of domains
         regions, nexpected, _, _ = self.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
-
-        # multi-domain regions: multihit Forward matrices of the region, sampled on the host
+        # stochastic trace clustering on the device (kernels/ensemble.cl, bit-exact with ensemble.py);
+        # regions the kernel flags, or all with HMMCASCADE_ENSEMBLE=python, on the host (ensemble_gpu)
         multi = [(p, r) for p in range(n) for r, (i, j, is_multi) in enumerate(regions[p]) if is_multi]
-        lp = batch.params
         ensemble_out = {}
         if multi:
-            from .ensemble import ModelTables, RegionForward
+            from .ensemble_gpu import region_ensembles
 
-            ms = np.array([pair_seq[p] for p, _ in multi])
-            mm = np.array([pair_model[p] for p, _ in multi])
-            mi = np.array([regions[p][r][0] for p, r in multi])
-            mj = np.array([regions[p][r][1] for p, r in multi])
-            fw = self.envelopes(batch, ms, mm, mi, mj - mi + 1, self._multihit_xfm(lp, ms), mode=0)
-            tasks = []
-            for t, (p, r) in enumerate(multi):
-                F, fx, _ = fw[t]
-                mdl = int(pair_model[p])
-                Mm = int(self.db.M[mdl])
-                rf = RegionForward(mmx=_unstripe_rows(F[:, 0], Mm), imx=_unstripe_rows(F[:, 1], Mm),
-                                   dmx=_unstripe_rows(F[:, 2], Mm), xmx=fx)
-                s = int(pair_seq[p])
-                tables = ModelTables.from_db(self.db, mdl, int(seqs.lengths[s]))
-                dsq1 = np.concatenate([[255], seqs.residues[seqs.offsets[s]: seqs.offsets[s] + seqs.lengths[s]]]).astype(np.uint8)
-                tasks.append((rf, tables, dsq1, int(mi[t]), int(mj[t])))
-            for (p, r), res in zip(multi, _map_ensembles(tasks)):
-                ensemble_out[(p, r)] = res
+            mp = np.array([p for p, _ in multi], dtype=np.int64)
+            res = region_ensembles(self, batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
+                                   [regions[p][r][0] for p, r in multi], [regions[p][r][1] for p, r in multi])
+            ensemble_out = dict(zip(multi, res))
 
         # ---- [envelope and scoring block]
         # envelopes in HMMER's order (regions left to right; clusters in order within a region),
