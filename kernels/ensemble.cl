@@ -63,25 +63,6 @@
 #include "hmmcascade.h"
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
-#define XE 0
-#define XN 1
-#define XJ 2
-#define XB 3
-#define XC 4
-#define XSCALE 5
-#define NX 6
-
-/* HMMER's p7T_ trace state codes */
-#define ST_M 1
-#define ST_D 2
-#define ST_I 3
-#define ST_S 4
-#define ST_N 5
-#define ST_B 6
-#define ST_E 7
-#define ST_C 8
-#define ST_T 9
-#define ST_J 10
 
 /* P7_DOMAINDEF defaults (p7_domaindef_Create) */
 #define MIN_OVERLAP 0.8f

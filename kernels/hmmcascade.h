@@ -51,6 +51,27 @@
 #define LOG_AS_HMMER(x) log(x)
 #endif
 
+/* Special states of a float DP row (domains.cl, ensemble.cl): xmx[i * NX + XE ...] */
+#define XE 0
+#define XN 1
+#define XJ 2
+#define XB 3
+#define XC 4
+#define XSCALE 5
+#define NX 6
+
+/* trace state codes (HMMER's p7T_ numbering) */
+#define ST_M 1
+#define ST_D 2
+#define ST_I 3
+#define ST_S 4
+#define ST_N 5
+#define ST_B 6
+#define ST_E 7
+#define ST_C 8
+#define ST_T 9
+#define ST_J 10
+
 /* The global id with work-groups taken in reverse order.  Job lists are sorted smallest
  * first; the GPU starts work-groups in id order, so reversing puts the largest jobs first
  * and lets the small ones fill the machine at the end of a launch instead of leaving the

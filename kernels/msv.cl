@@ -150,6 +150,15 @@ __kernel void msv_tiled(
     out_xj[(long) mi * n_seq + s] = (short) (rerun ? -2 : (below ? -3 : xj));
 }
 
+/* One word (nodes 4q+1..4q+4) of HMMER's byte recurrence: M(i-1, 4q..4q+3) is the previous
+ * row's word shifted by one node, with M(i-1, 4q) = carry (the word before's last node). */
+inline uchar4 msv_word(const uchar4 old, const uchar carry, const uchar4 xBv, const uchar4 bias,
+                       const uchar4 cost)
+{
+    const uchar4 mpv = (uchar4) (carry, old.x, old.y, old.z);
+    return sub_sat(add_sat(max(mpv, xBv), bias), cost);
+}
+
 __kernel void msv_exact(
     __global const uchar *dsq,        /* packed residues [seq_off[s] + i]                 */
     __global const long  *seq_off,
@@ -188,9 +197,8 @@ __kernel void msv_exact(
         uchar carry = 0;                     /* M(i-1, 4q): -infinity before node 1 */
         for (int q = 0; q < Q; q++) {
             const uchar4 old = r[(long) q * n_pairs];
-            const uchar4 mpv = (uchar4) (carry, old.x, old.y, old.z);
+            const uchar4 sv = msv_word(old, carry, xBv, bias, c[q]);
             carry = old.w;
-            const uchar4 sv = sub_sat(add_sat(max(mpv, xBv), bias), c[q]);
             xEv = max(xEv, sv);
             r[(long) q * n_pairs] = sv;
         }
@@ -284,10 +292,8 @@ void msv_exact_wg(
         const uchar4 xBv = (uchar4) (xB);
         uchar4 xEv = (uchar4) (0);
         for (int q = lane; q < Q; q += MSV_WG) {
-            const uchar4 old = prv[q];
             const uchar carry = q ? prv[q - 1].w : (uchar) 0;   /* M(i-1, 4q): -inf before node 1 */
-            const uchar4 mpv = (uchar4) (carry, old.x, old.y, old.z);
-            const uchar4 sv = sub_sat(add_sat(max(mpv, xBv), bias), c[q]);
+            const uchar4 sv = msv_word(prv[q], carry, xBv, bias, c[q]);
             xEv = max(xEv, sv);
             nxt[q] = sv;
         }

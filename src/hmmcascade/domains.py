@@ -71,6 +71,17 @@ def kahan_fsum_rows(rows: list) -> np.ndarray:
     return kahan_fsum_segments(flat, _starts(lengths), lengths)
 
 
+def _longest_first(starts: np.ndarray, lengths: np.ndarray):
+    """Segments ordered longest first, for loops over positions with the live segments as a prefix.
+
+    Returns ``(order, starts[order], longest length, live)``; ``live[pos]`` = number of segments
+    longer than ``pos``.  Needs at least one segment."""
+    order = np.argsort(-lengths, kind="stable")
+    ln = lengths[order]
+    nmax = int(ln[0])
+    return order, starts[order], nmax, np.searchsorted(-ln, -np.arange(nmax), side="left").tolist()
+
+
 def kahan_fsum_segments(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                         trailing_zeros: np.ndarray | None = None) -> np.ndarray:
     """esl_vec_FSum of segments ``values[starts[n] : starts[n] + lengths[n]]``, all at once.
@@ -86,11 +97,8 @@ def kahan_fsum_segments(values: np.ndarray, starts: np.ndarray, lengths: np.ndar
     out = np.zeros(n, dtype=F32)
     if n == 0:
         return out
-    order = np.argsort(-lengths, kind="stable")
-    ln, st = lengths[order], starts[order]
+    order, st, nmax, live = _longest_first(starts, lengths)
     s, c = np.zeros(n, dtype=F32), np.zeros(n, dtype=F32)
-    nmax = int(ln[0])
-    live = np.searchsorted(-ln, -np.arange(nmax), side="left").tolist()  # segments longer than each position
     at, y, t = np.empty(n, dtype=np.int64), np.empty(n, dtype=F32), np.empty(n, dtype=F32)
     for pos in range(nmax):
         k = live[pos]
@@ -129,10 +137,7 @@ def sequential_fsum(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     out = np.zeros(n, dtype=F32)
     if n == 0:
         return out
-    order = np.argsort(-lengths, kind="stable")
-    ln, st = lengths[order], starts[order]
-    nmax = int(ln[0])
-    live = np.searchsorted(-ln, -np.arange(nmax), side="left").tolist()
+    order, st, nmax, live = _longest_first(starts, lengths)
     if from_zero:
         acc, first = np.zeros(n, dtype=F32), 0
     else:
@@ -1100,23 +1105,3 @@ def _map_ensembles(tasks: list) -> list:
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         return list(pool.map(_one_ensemble, tasks, chunksize=max(1, len(tasks) // (4 * workers))))
-
-
-def _unstripe_rows(block: np.ndarray, M: int) -> np.ndarray:
-    """[L+1, W] rows (node k at column k-1) -> [L+1, M+1] with a zero column 0."""
-    out = np.zeros((block.shape[0], M + 1), dtype=F32)
-    out[:, 1:] = block[:, :M]
-    return out
-
-
-def _chunks(need: np.ndarray, budget_floats: int):
-    """Consecutive job ranges whose summed need fits the budget (at least one job each)."""
-    n = len(need)
-    start = 0
-    while start < n:
-        total, end = 0, start
-        while end < n and (end == start or total + int(need[end]) <= budget_floats):
-            total += int(need[end])
-            end += 1
-        yield start, end
-        start = end

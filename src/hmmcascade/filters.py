@@ -146,7 +146,9 @@ class MsvFilter:
 
     ``msv_tiled`` computes all pairs under the assumption that the B state stays
     constant (true for >99% of pairs; exact whenever it holds, and the kernel
-    detects when it does not); ``msv_exact`` reruns the others, HMMER's way.
+    detects when it does not); ``msv_exact_wg`` (``msv_exact`` for the longest models)
+    reruns the others, HMMER's way.  With ``path="exact"`` (CPU devices) ``msv_exact``
+    computes every pair.
     """
 
     def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int, path: str | None = None):
@@ -238,7 +240,6 @@ class MsvFilter:
 
     def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
         """msv_exact on a list of pairs, in chunks whose rows fit the scratch budget."""
-        n_seq = len(batch.seqs)
         words = self.models.node_words[pair_model].astype(np.int64)
         out = np.empty(len(pair_seq), dtype=np.int16)
         seconds, start = 0.0, 0
