@@ -35,8 +35,9 @@
  * writes it in mode 0, at fwd + fwd_off[r]:
  *   cell (i, s, k) at F[(i * 3 + s) * W + (k - 1)], s = 0 M, 1 I, 2 D, W = 4 ceil(M/4);
  *   specials after it: fx[i * 6 + {E N J B C SCALE}], rows i = 0..Lr.
- * Model tables as domains.cl reads them (transition t of node k at
- * tsc[((k-1)/4) * 32 + t * 4 + (k-1)%4], emission odds (x, k) at msc[x * W + k-1]);
+ * Model tables as domains.cl reads them: transition t of node k at
+ * tsc[((k-1)/4) * 32 + t * 4 + (k-1)%4]; emission odds in the node-major words
+ * [W/4][KP][4] (DomainEngine._node_emissions), (x, k) at msc[((k-1)/4) * 4 KP + 4 x + (k-1)%4];
  * job_xfm[r] = (N move, N loop, E move, E loop) of the multihit model with the
  * target's length (J and C take N's).
  *
@@ -189,13 +190,42 @@ inline int endpoint(__global const int4 *seg, __global const int *assign, const 
     return lo + best;
 }
 
-/* Sum of freq * odds over the runs [a, b) (nodes increasing), starting from 0: one SSE lane of
- * p7_Null2_ByTrace (nodes with count 0 add exact zeros there and are skipped here). */
-inline float lane_sum(__global const int2 *runs, const int a, const int b, __global const float *er)
+/* p7_Null2_ByTrace's sums for the 20 canonical residues: nv[y] = ((l0 + l1) + (l2 + l3)) + xfactor,
+ * where lane l's sum l_l is 0 + freq * odds over the runs [bound[l], bound[l+1]) in node order (one
+ * SSE lane; nodes with count 0 add exact zeros there and are skipped here).  The runs are walked
+ * once, each run adding to the 20 accumulators of its lane: every sum is the same float expression,
+ * in the same order, as summing residue by residue, but the 20 odds of a node (one 320-byte block
+ * of the node-major table: odds (y, k) at en[((k-1)/4) * 4 KP + 4 y + (k-1)%4]) load together. */
+inline void null2_sums(__global const int2 *runs, const int *bound, __global const float *en,
+                       const float xfactor, float *nv)
 {
-    float s = 0.0f;
-    for (int r = a; r < b; r++) s = s + as_float(runs[r].y) * er[runs[r].x - 1];
-    return s;
+    float lo[20], hi[20], acc[20];
+    for (int l = 0; l < 4; l++) {
+#pragma unroll
+        for (int y = 0; y < 20; y++) acc[y] = 0.0f;
+        for (int r = bound[l]; r < bound[l + 1]; r++) {
+            const int2 rr = runs[r];
+            const float f = as_float(rr.y);
+            __global const float *o = en + ((rr.x - 1) >> 2) * (4 * KP) + ((rr.x - 1) & 3);
+#pragma unroll
+            for (int y = 0; y < 20; y++) acc[y] = acc[y] + f * o[4 * y];
+        }
+        if (l == 0) {
+#pragma unroll
+            for (int y = 0; y < 20; y++) lo[y] = acc[y];
+        } else if (l == 1) {
+#pragma unroll
+            for (int y = 0; y < 20; y++) lo[y] = lo[y] + acc[y];
+        } else if (l == 2) {
+#pragma unroll
+            for (int y = 0; y < 20; y++) hi[y] = acc[y];
+        } else {
+#pragma unroll
+            for (int y = 0; y < 20; y++) hi[y] = hi[y] + acc[y];
+        }
+    }
+#pragma unroll
+    for (int y = 0; y < 20; y++) nv[y] = (lo[y] + hi[y]) + xfactor;
 }
 
 __kernel void region_ensemble(
@@ -219,7 +249,7 @@ __kernel void region_ensemble(
     const int L = job_len[r];
     const int ireg = job_i[r];
     __global const uchar *x = dsq + seq_off[job_seq[r]] + (ireg - 1);   /* residue pos (1..L) at x[pos-1] */
-    __global const float *e = msc + msc_off[m] * 4;
+    __global const float *en = msc + msc_off[m] * 4;   /* node-major odds */
     __global const float *t = tsc + tsc_off[m] * 4;
     const float4 xfm = job_xfm[r];
     const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
@@ -348,14 +378,7 @@ __kernel void region_ensemble(
                 }
                 const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
                 float nv[KP];
-                for (int y = 0; y < 20; y++) {
-                    __global const float *er = e + y * W;
-                    const float l0 = lane_sum(runs, bound[0], bound[1], er);
-                    const float l1 = lane_sum(runs, bound[1], bound[2], er);
-                    const float l2 = lane_sum(runs, bound[2], bound[3], er);
-                    const float l3 = lane_sum(runs, bound[3], bound[4], er);
-                    nv[y] = ((l0 + l1) + (l2 + l3)) + xfactor;
-                }
+                null2_sums(runs, bound, en, xfactor, nv);
                 nv[20] = 1.0f; nv[27] = 1.0f; nv[28] = 1.0f;
                 /* esl_abc_FAvgScVec: B = D,N  J = I,L  Z = E,Q  O = K  U = C  X = any */
                 nv[21] = ((0.0f + nv[2]) + nv[11]) / 2.0f;

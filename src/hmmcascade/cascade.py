@@ -348,16 +348,20 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
     records: list[Hit] = []
     done = 0
-    for lo, hi in _batches(seqs.lengths[order], batch_cells, batch_seqs):
-        index = order[lo:hi]
-        out, st = cascade.run_batch(seqs.subset(index), th, domains=domains)
-        total.add(st)
-        records.extend(make_hits(db, seqs, index, out, th, Z))
-        done += int(seqs.lengths[index].sum())
-        if progress is not None:
-            progress(done, seqs.total_residues)
-    threshold_hits(records, th, Z, db)
-    records = sort_hits(records, th)
+    # no cyclic garbage collection during the search: each automatic collection walks every live
+    # object (millions of regions, records and alignment pieces on large runs), and the search
+    # makes no reference cycles worth collecting early
+    with gc_paused():
+        for lo, hi in _batches(seqs.lengths[order], batch_cells, batch_seqs):
+            index = order[lo:hi]
+            out, st = cascade.run_batch(seqs.subset(index), th, domains=domains)
+            total.add(st)
+            records.extend(make_hits(db, seqs, index, out, th, Z))
+            done += int(seqs.lengths[index].sum())
+            if progress is not None:
+                progress(done, seqs.total_residues)
+        threshold_hits(records, th, Z, db)
+        records = sort_hits(records, th)
     total.wall_s = time.perf_counter() - t_start
     rep = [h for h in records if h.reported]
     arrays = Hits(model=np.array([h.model for h in rep], dtype=np.int64),

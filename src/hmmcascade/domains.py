@@ -34,7 +34,7 @@ import numpy as np
 
 from . import stats
 from .device import Device, _cl
-from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up
+from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch
 from .profiles import KP, ProfileDB
 from .results import Alignment, AlignmentLines, Domain, gc_paused
 
@@ -290,8 +290,8 @@ class DomainEngine:
         self.k_parser = dev.kernel("domains", "fb_parser")
         self.k_env = dev.kernel("domains", "envelope")
         self.scratch_bytes = int(scratch_bytes)
-        self.kernel_s = {"decode": 0.0, "envelope": 0.0}
-        self.cells = {"decode": 0, "envelope": 0}
+        self.kernel_s = {"decode": 0.0, "region_fwd": 0.0, "ensemble": 0.0, "envelope": 0.0}
+        self.cells = {"decode": 0, "region_fwd": 0, "ensemble": 0, "envelope": 0}
         ev = np.unique(db.fwd_xf_e_f32.reshape(-1, 2), axis=0)
         if len(ev) != 1:
             raise ValueError("models configured with different E transitions")
@@ -349,7 +349,9 @@ class DomainEngine:
                 batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0), np.int32(j1),
                 msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out,
             )
-            self.kernel_s["decode"] += _event_seconds([ev])
+            sec = _event_seconds([ev])
+            self.kernel_s["decode"] += sec
+            log_launch("fb_parser", sec, self.db.M[job[j0:j1, 1]].astype(np.int64) * L[order[j0:j1]])
             cl.enqueue_copy(self.dev.queue, out[j0:j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[j0:j1, 5] > region_cap)
             for t in want.tolist():
@@ -421,7 +423,9 @@ class DomainEngine:
                 msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
                 scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info,
             )
-            self.kernel_s["envelope"] += _event_seconds([ev])
+            sec = _event_seconds([ev])
+            self.kernel_s["envelope"] += sec
+            log_launch(f"envelope{mode}", sec, Ms[j0:j1] * Ls[j0:j1])
             if mode == 0:
                 info = np.empty((k, 4), dtype=F32)
                 cl.enqueue_copy(self.dev.queue, info, d_info)

@@ -36,7 +36,7 @@ import numpy as np
 
 from .device import _cl
 from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
-from .filters import LOCAL_SIZE, _event_seconds, _round_up
+from .filters import LOCAL_SIZE, _event_seconds, _round_up, log_launch
 from .profiles import _logf
 
 __all__ = ["SEED", "STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "ensemble_work_ints", "region_ensembles"]
@@ -176,7 +176,9 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     means = {}
     rng_init = np.uint32(EaselRandom(SEED)._x)  # the state after esl_randomness_Init(42)
     for lo, hi in _chunks(need[order], engine.scratch_bytes // 4):
-        idx = order[lo:hi]
+        # largest regions in the first chunk; within a chunk smallest first, because the kernels
+        # take work-groups in reverse order (REVERSED_GID): the largest regions start first
+        idx = order[lo:hi][::-1]
         k = hi - lo
         scr_off = _offsets(env_need[idx])
         tr_off = _offsets(tcap[idx])
@@ -198,8 +200,9 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         )
         sec = _event_seconds([ev])
         stats.forward_s += sec
-        engine.kernel_s["envelope"] += sec
-        engine.cells["envelope"] += int((M[idx] * Lr[idx]).sum())
+        engine.kernel_s["region_fwd"] += sec
+        log_launch("region_fwd", sec, M[idx] * Lr[idx])
+        engine.cells["region_fwd"] += int((M[idx] * Lr[idx]).sum())
 
         if on_device:
             work_ints = ensemble_work_ints(Lr[idx], M[idx], segcap[idx], env_cap)
@@ -211,7 +214,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
                 dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
                 batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
                 np.int32(k), np.int32(nsamples), rng_init,
-                m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
                 scr, d_scr_off,
                 dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
                 dev.to_device(segcap[idx].astype(np.int32)),
@@ -219,7 +222,8 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             )
             sec = _event_seconds([ev])
             stats.ensemble_s += sec
-            engine.kernel_s["envelope"] += sec
+            engine.kernel_s["ensemble"] += sec
+            log_launch("region_ensemble", sec, M[idx] * Lr[idx])
             status = dev.from_device(d_status, np.int32, k)
             envs = dev.from_device(d_env, np.int32, 2 * k * env_cap).reshape(k, env_cap, 2)
             n2 = dev.from_device(d_n2, F32, int(Lr[idx].sum()))

@@ -30,6 +30,18 @@ def _round_up(n: int, m: int) -> int:
     return (n + m - 1) // m * m
 
 
+#: When a list (benchmarks/profile_search.py sets one), every pair/job kernel launch appends
+#: ``(kernel, seconds, jobs, largest job's cells, all jobs' cells)`` to it.
+LAUNCH_LOG: list | None = None
+
+
+def log_launch(kernel: str, seconds: float, cells) -> None:
+    """Record one launch in :data:`LAUNCH_LOG` (when it is a list); ``cells`` per job."""
+    if LAUNCH_LOG is not None and len(cells):
+        c = np.asarray(cells, dtype=np.int64)
+        LAUNCH_LOG.append((kernel, float(seconds), len(c), int(c.max()), int(c.sum())))
+
+
 def _event_seconds(events) -> float:
     total = 0.0
     for ev in events:
@@ -303,6 +315,9 @@ class _PairKernel:
             idx = order[lo:hi]
             res, sec = self._launch(batch, pair_seq[idx], pair_model[idx], out_dtype)
             out[idx] = res
+            if LAUNCH_LOG is not None:
+                log_launch(type(self).__name__, sec, self.models.db.M[pair_model[idx]].astype(np.int64)
+                           * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
         return out, seconds
 

@@ -1,0 +1,113 @@
+"""Where the host time of a search goes: cProfile of one ``cascade.search`` run, plus the
+domain stage's kernel time split by kernel.
+
+    python3 benchmarks/profile_search.py --models M.hmm.gz --seqs S.faa.gz --copies 10 [--out prof.txt]
+
+Prints the functions with the most own time and the most cumulative time, and the domain
+engine's kernel seconds per kernel (decode = fb_parser, region_fwd and ensemble = the
+multi-domain regions' Forward and clustering, envelope = the per-envelope rescoring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hmmcascade import cascade, device, filters, profiles  # noqa: E402
+from hmmcascade.io import read_hmms, read_sequences  # noqa: E402
+from run_benchmark import replicate  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--seqs", required=True)
+    ap.add_argument("--copies", type=int, default=1)
+    ap.add_argument("--max-models", type=int, default=0)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--out", default=None, help="also write the report here")
+    ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
+    args = ap.parse_args()
+
+    hmms = read_hmms(args.models)
+    if args.max_models:
+        hmms = hmms[: args.max_models]
+    seqs = read_sequences(args.seqs)
+    if args.copies > 1:
+        seqs = replicate(seqs, args.copies)
+    db = profiles.press(hmms)
+    dev = device.open_device(args.device)
+    for name in ("msv", "bias", "viterbi", "forward", "domains", "ensemble"):
+        dev.program(name)
+
+    engines = []
+    init = cascade.Cascade.__init__
+
+    def keep(self, *a, **k):
+        init(self, *a, **k)
+        engines.append(self)
+
+    cascade.Cascade.__init__ = keep
+    if args.gc:
+        cascade.gc_paused = contextlib.nullcontext
+    gc_s = [0.0, 0.0]
+
+    def gc_clock(phase, info):
+        if phase == "start":
+            gc_s[1] = time.perf_counter()
+        else:
+            gc_s[0] += time.perf_counter() - gc_s[1]
+
+    gc.callbacks.append(gc_clock)
+    filters.LAUNCH_LOG = []
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    res = cascade.search(db, seqs, dev)
+    prof.disable()
+    wall = time.perf_counter() - t
+    cascade.Cascade.__init__ = init
+
+    buf = io.StringIO()
+    s = res.stats
+    print(f"device {dev.name}; search {wall:.2f}s, {len(res.hits)} hits; kernel_s {s.kernel_s}; "
+          f"host_s {s.host_s:.2f}; cyclic GC {gc_s[0]:.2f}s", file=buf)
+    for eng in engines:
+        print("domain kernels:", {k: round(v, 3) for k, v in eng.domains.kernel_s.items()},
+              "cells:", eng.domains.cells, file=buf)
+    print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
+          file=buf)
+    by = {}
+    for rec in filters.LAUNCH_LOG:
+        by.setdefault(rec[0], []).append(rec)
+    for name, recs in by.items():
+        sec = sum(r[1] for r in recs)
+        cells = sum(r[4] for r in recs)
+        print(f"  {name:16s} {len(recs):5d} launches {sec:8.3f}s {sum(r[2] for r in recs):9d} jobs "
+              f"{cells / max(sec, 1e-12) / 1e9:8.1f} GCUPS", file=buf)
+        for r in sorted(recs, key=lambda r: -r[1])[:5]:
+            print(f"      {r[1]:8.4f}s jobs {r[2]:7d} max job {r[3]:.3e} cells, all {r[4]:.3e} "
+                  f"({r[4] / max(r[1], 1e-12) / 1e9:.1f} GCUPS)", file=buf)
+    for key in ("tottime", "cumulative"):
+        print(f"\n---- by {key} ----", file=buf)
+        pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(args.top)
+    text = buf.getvalue()
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
