@@ -1,6 +1,7 @@
 /* ensemble.cl: HMMER's region_trace_ensemble() (p7_domaindef.c) for multi-domain regions.
  *
- *   region_ensemble   One work-item per region: 200 stochastic tracebacks of
+ *   region_ensemble   One work-item per region (on a GPU alone in its warp):
+ *                     200 stochastic tracebacks of
  *                     the region's multihit Forward matrix (p7_StochasticTrace,
  *                     impl_sse/stotrace.c), null2 by trace for each sampled
  *                     domain (p7_Null2_ByTrace, impl_sse/null2.c) summed per
@@ -238,9 +239,13 @@ __kernel void region_ensemble(
     __global const float *fwd, __global const long *fwd_off,
     __global int *work, __global const long *work_off, __global const int *job_segcap,
     __global float *n2mean, __global const long *n2_off,
-    __global int2 *env, const int env_cap, __global int *status)
+    __global int2 *env, const int env_cap, __global int *status, const int per_region)
 {
-    const int r = REVERSED_GID();
+    /* per_region work-items per region, only the first computes: on a GPU a warp per region, so
+     * that the regions' divergent walks do not serialise each other within a warp */
+    const int gid = REVERSED_GID();
+    if (gid % per_region) return;
+    const int r = gid / per_region;
     if (r >= n_jobs) return;
     const int m = job_model[r];
     const int M = model_M[m];

@@ -48,6 +48,9 @@ STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differen
 BACKENDS = ("device", "python")
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
+#: region_ensemble work-items per region on a GPU: one computes, alone in its warp (32 regions
+#: in one warp would serialise their divergent trace walks)
+REGION_LANES = 32
 
 
 @dataclass
@@ -210,15 +213,16 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
             d_env = dev.scratch(8 * k * env_cap)
             d_status = dev.scratch(4 * k)
+            per = REGION_LANES if dev.is_gpu else 1
             ev = dev.kernel("ensemble", "region_ensemble")(
-                dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
+                dev.queue, (_round_up(k * per, LOCAL_SIZE),), (LOCAL_SIZE,),
                 batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
                 np.int32(k), np.int32(nsamples), rng_init,
                 *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
                 scr, d_scr_off,
                 dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
                 dev.to_device(segcap[idx].astype(np.int32)),
-                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status,
+                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status, np.int32(per),
             )
             sec = _event_seconds([ev])
             stats.ensemble_s += sec
