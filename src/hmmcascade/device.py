@@ -108,6 +108,10 @@ def _pick(spec: str):
     return cl.get_platforms()[choice[0]].get_devices()[choice[1]]
 
 
+#: queues a GPU's domain stage keeps busy at once (Device.queues)
+CONCURRENT_QUEUES = 4
+
+
 @dataclass
 class Device:
     """One OpenCL device with a context, a profiling queue and built programs."""
@@ -131,6 +135,22 @@ class Device:
     @property
     def max_alloc_bytes(self) -> int:
         return int(self.device.max_mem_alloc_size)
+
+    def queues(self, n: int | None = None) -> list:
+        """``n`` in-order profiling queues of this context, the first being :attr:`queue` (made once).
+
+        Kernels in different queues may run at the same time (NVIDIA's OpenCL does): launches whose
+        length is set by a few long jobs then overlap instead of leaving the GPU idle.  Default
+        ``n``: :data:`CONCURRENT_QUEUES` on a GPU (``HMMCASCADE_QUEUES`` overrides), 1 on a CPU,
+        where one launch already fills every core."""
+        if n is None:
+            n = int(os.environ.get("HMMCASCADE_QUEUES") or (CONCURRENT_QUEUES if self.is_gpu else 1))
+        n = max(1, int(n))
+        have = self.__dict__.setdefault("_queues", [self.queue])
+        cl = _cl()
+        while len(have) < n:
+            have.append(cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE))
+        return have[:n]
 
     def program(self, name: str):
         """Build (once) and return the program of ``kernels/<name>.cl``."""

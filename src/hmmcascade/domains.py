@@ -45,6 +45,8 @@ LOG2 = 0.69314718055994529  # eslCONST_LOG2
 LOG_OMEGA = math.log(float(F32(1.0 / 256.0)))  # log(bg->omega), double
 RT1, RT2, RT3 = F32(0.25), F32(0.10), F32(0.20)
 SEED = 42  # hmmsearch's --seed default; each multi-domain region re-seeds
+#: envelope launches run ahead of the host's reading of their results by at most this many output bytes
+PENDING_OUTPUT_BYTES = 1 << 30
 
 # trace states (HMMER's p7T_ codes, as kernels/domains.cl writes them)
 ST_M, ST_D, ST_I, ST_S, ST_N, ST_B, ST_E, ST_C, ST_T, ST_J = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
@@ -291,6 +293,7 @@ class DomainEngine:
         self.k_env = dev.kernel("domains", "envelope")
         self.scratch_bytes = int(scratch_bytes)
         self.kernel_s = {"decode": 0.0, "region_fwd": 0.0, "ensemble": 0.0, "envelope": 0.0}
+        self.intervals = []  #: (start, end) ns of every kernel, for the stage's busy time (launches overlap)
         self.cells = {"decode": 0, "region_fwd": 0, "ensemble": 0, "envelope": 0}
         ev = np.unique(db.fwd_xf_e_f32.reshape(-1, 2), axis=0)
         if len(ev) != 1:
@@ -331,36 +334,51 @@ class DomainEngine:
         order = np.lexsort((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
         Ws = self._W[pair_model][order]
         lane_need = 6 * Ws + 16 * (L[order] + 1)  # floats: two DP rows, then 16 per residue
-        launches, job_off = self._launches(lane_need, interleave=True)
+        queues = self.dev.queues()  # launches overlap on a GPU (see envelopes)
+        nq = len(queues)
+        budget = self.scratch_bytes if nq == 1 else max(self.scratch_bytes // 2, 1 << 20)
+        launches, job_off = self._launches(lane_need, interleave=True, budget_bytes=budget)
         width = 6 + 2 * region_cap  # output row, see fb_parser
         out = np.zeros((n, width), dtype=np.int32)  # in sorted order
         job = np.stack([pair_seq[order], pair_model[order]], axis=1).astype(np.int32)
         xfm = self._multihit_xfm(batch.params, np.arange(len(batch.seqs)))
         _, (d_job, d_off, d_xfm) = self._upload([job, job_off, xfm])
         d_out = self.dev.scratch(out.nbytes)
-        scr = self.dev.scratch(4 * max(f for _, _, _, f in launches))
+        scrs = [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4]))
+                for q in range(nq)]
         msc, msc_off = self._node_emissions()
         m = self.models
         post = [None] * n if posteriors else None
         redo = []  # (pair, btot/etot/mocc) of pairs with more regions than region_cap
-        for j0, j1, ls, _ in launches:
-            ev = self.k_parser(
-                self.dev.queue, (_round_up(j1 - j0, ls),), (ls,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0), np.int32(j1),
-                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out,
-            )
+
+        def finish(j0, j1, ls, ev, slot):
             sec = _event_seconds([ev])
             self.kernel_s["decode"] += sec
+            self.intervals.append((ev.profile.start, ev.profile.end))
             log_launch("fb_parser", sec, self.db.M[job[j0:j1, 1]].astype(np.int64) * L[order[j0:j1]])
-            cl.enqueue_copy(self.dev.queue, out[j0:j1], d_out, src_offset=out[:j0].nbytes)
+            cl.enqueue_copy(queues[slot], out[j0:j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[j0:j1, 5] > region_cap)
             for t in want.tolist():
-                lane = self._read_lane(scr, int(job_off[t]), ls, int(lane_need[t]))
+                lane = self._read_lane(scrs[slot], int(job_off[t]), ls, int(lane_need[t]), queues[slot])
                 rec = lane[6 * int(Ws[t]):].reshape(-1, 16)[:, 12:15]  # btot, etot, mocc per residue
                 if posteriors:
                     post[order[t]] = rec.copy()
                 if out[t, 5] > region_cap:
                     redo.append((int(order[t]), rec))
+
+        pending = []
+        for li, (j0, j1, ls, _) in reversed(list(enumerate(launches))):  # largest jobs first
+            if len(pending) == nq:  # the oldest launch used this slot's scratch: read it first
+                finish(*pending.pop(0))
+            slot = li % nq
+            ev = self.k_parser(
+                queues[slot], (_round_up(j1 - j0, ls),), (ls,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0), np.int32(j1),
+                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scrs[slot], np.int32(region_cap), d_out,
+            )
+            pending.append((j0, j1, ls, ev, slot))
+        while pending:
+            finish(*pending.pop(0))
         rows = np.empty_like(out)
         rows[order] = out
         fl = rows[:, :5].view(F32)
@@ -401,44 +419,30 @@ class DomainEngine:
         else:
             lane_need = ((Ls + 1) * (3 * Ws + 6) + 3) // 4 * 4  # contiguous F then fx, word-aligned
         cap = Ls + Ms + 8  # trace slot per job
-        launches, job_off = self._launches(lane_need, interleave=(mode == 1), extra=5 * cap)
+        # mode 1 on a GPU: launches spread over several queues, so that launches whose length is
+        # set by a few long jobs overlap; each queue has its own scratch (half the budget each)
+        queues = self.dev.queues() if mode == 1 else [self.dev.queue]
+        nq = len(queues)
+        budget = self.scratch_bytes if nq == 1 else max(self.scratch_bytes // 2, 1 << 20)
+        launches, job_off = self._launches(lane_need, interleave=(mode == 1), extra=5 * cap, budget_bytes=budget)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
-        scr = self.dev.scratch(4 * max(f for _, _, _, f in launches))
+        slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4])
+                       for q in range(nq)]
+        scrs = [self.dev.scratch(4 * f) for f in slot_floats]
         m = self.models
         msc, msc_off = self._node_emissions()
-        for j0, j1, ls, floats in launches:
+        pending = []
+
+        def finish(j0, j1, ev, read, keep):
             k = j1 - j0
-            c = cap[j0:j1]
-            tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
-            _, args = self._upload([seq[order[j0:j1]].astype(np.int32), model[order[j0:j1]].astype(np.int32),
-                                    st_[j0:j1].astype(np.int32), Ls[j0:j1].astype(np.int32), xs[j0:j1],
-                                    job_off[j0:j1], 20 * np.arange(k, dtype=np.int64), tr_off])
-            ntr = int(c.sum())
-            parts = [(k, 4, F32), (k, 20, F32), (ntr, 4, np.int32), (ntr, 1, F32)]  # info, null2, trace, pp
-            out_buf, (d_info, d_n2, d_tr, d_pp), unpack = self._outputs(parts)
-            ev = self.k_env(
-                self.dev.queue, (_round_up(k, ls),), (ls,),
-                batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
-                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info,
-            )
             sec = _event_seconds([ev])
             self.kernel_s["envelope"] += sec
+            self.intervals.append((ev.profile.start, ev.profile.end))
             log_launch(f"envelope{mode}", sec, Ms[j0:j1] * Ls[j0:j1])
-            if mode == 0:
-                info = np.empty((k, 4), dtype=F32)
-                cl.enqueue_copy(self.dev.queue, info, d_info)
-                flat = np.empty(floats, dtype=F32)  # the launch's matrices, read once
-                cl.enqueue_copy(self.dev.queue, flat, scr)
-                for t in range(k):
-                    Wt, Lt, o = int(Ws[j0 + t]), int(Ls[j0 + t]), int(job_off[j0 + t])
-                    nF = (Lt + 1) * 3 * Wt
-                    results[order[j0 + t]] = (flat[o: o + nF].reshape(Lt + 1, 3, Wt),
-                                              flat[o + nF: o + nF + (Lt + 1) * 6].reshape(Lt + 1, 6),
-                                              float(info[t, 0]))
-                continue
-            info, n2w, tr, pp = unpack(out_buf)
+            c = cap[j0:j1]
+            tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
+            info, n2w, tr, pp = read()
             st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
             nt = info[:, 2].astype(np.int64)
             bad = ((info[:, 3] != 0.0) | (nt < 0)).tolist()
@@ -449,11 +453,54 @@ class DomainEngine:
                     continue  # decoding overflow (HMMER: eslERANGE, domain skipped)
                 results[order[j0 + t]] = {"envsc": env[t], "oasc": oa[t], "null2": n2w[t], "st": st[e - nn: e],
                                           "k": kk[e - nn: e], "i": ii[e - nn: e], "pp": pp[e - nn: e]}
+
+        held = 0  # bytes of outputs not yet read back
+        # largest jobs first (launches are in increasing size), so the longest launches start early
+        for li, (j0, j1, ls, floats) in reversed(list(enumerate(launches))):
+            q, scr = queues[li % nq], scrs[li % nq]
+            k = j1 - j0
+            c = cap[j0:j1]
+            tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
+            up, args = self._upload([seq[order[j0:j1]].astype(np.int32), model[order[j0:j1]].astype(np.int32),
+                                     st_[j0:j1].astype(np.int32), Ls[j0:j1].astype(np.int32), xs[j0:j1],
+                                     job_off[j0:j1], 20 * np.arange(k, dtype=np.int64), tr_off])
+            ntr = int(c.sum())
+            parts = [(k, 4, F32), (k, 20, F32), (ntr, 4, np.int32), (ntr, 1, F32)]  # info, null2, trace, pp
+            out_buf, (d_info, d_n2, d_tr, d_pp), unpack = self._outputs(parts)
+            ev = self.k_env(
+                q, (_round_up(k, ls),), (ls,),
+                batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
+                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info,
+            )
+            if mode == 0:
+                sec = _event_seconds([ev])
+                self.kernel_s["envelope"] += sec
+                self.intervals.append((ev.profile.start, ev.profile.end))
+                info = np.empty((k, 4), dtype=F32)
+                cl.enqueue_copy(q, info, d_info)
+                flat = np.empty(floats, dtype=F32)  # the launch's matrices, read once
+                cl.enqueue_copy(q, flat, scr)
+                for t in range(k):
+                    Wt, Lt, o = int(Ws[j0 + t]), int(Ls[j0 + t]), int(job_off[j0 + t])
+                    nF = (Lt + 1) * 3 * Wt
+                    results[order[j0 + t]] = (flat[o: o + nF].reshape(Lt + 1, 3, Wt),
+                                              flat[o + nF: o + nF + (Lt + 1) * 6].reshape(Lt + 1, 6),
+                                              float(info[t, 0]))
+                continue
+            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf)))
+            held += out_buf.size
+            while pending and held > PENDING_OUTPUT_BYTES:  # read back the oldest (later ones keep running)
+                held -= pending[0][4][1].size
+                finish(*pending.pop(0))
+        while pending:
+            finish(*pending.pop(0))
         self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
         return results
 
     # ---- helpers of decode() and envelopes() ---------------------------------------------------
-    def _launches(self, lane_need: np.ndarray, interleave: bool, extra: np.ndarray | None = None):
+    def _launches(self, lane_need: np.ndarray, interleave: bool, extra: np.ndarray | None = None,
+                  budget_bytes: int | None = None):
         """Work-groups and launches for jobs in sorted order, each needing ``lane_need`` scratch floats.
 
         ``interleave``: a work-group of ``ls`` consecutive jobs shares one word-interleaved block of
@@ -467,7 +514,7 @@ class DomainEngine:
         per job, the float offset of its scratch in its launch's buffer (lane included).
         """
         n = len(lane_need)
-        budget = self.scratch_bytes // 4
+        budget = (budget_bytes or self.scratch_bytes) // 4
         lane_need = np.asarray(lane_need, dtype=np.int64)
         extra = np.zeros(n, dtype=np.int64) if extra is None else np.asarray(extra, dtype=np.int64)
         ls0 = self._lanes()
@@ -537,8 +584,9 @@ class DomainEngine:
 
     def _outputs(self, parts: list):
         """One device buffer for several outputs, ``parts`` = [(rows, columns, dtype)]: returns
-        ``(buffer, [a sub-buffer per part], unpack)``; ``unpack(buffer)`` reads it back in one
-        transfer as one array per part."""
+        ``(buffer, [a sub-buffer per part], unpack)``; ``unpack(buffer, queue)`` starts reading it
+        back in one transfer (after what ``queue`` has before it) and returns ``read``: ``read()``
+        waits for that transfer and gives one array per part."""
         align = max(16, int(self.dev.device.mem_base_addr_align) // 8)
         offs, total = [], 0
         for rows, cols, dt in parts:
@@ -547,14 +595,19 @@ class DomainEngine:
         buf = self.dev.scratch(total)
         subs = [buf.get_sub_region(o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
 
-        def unpack(b):
+        def unpack(b, queue=None):
             host = np.empty(total, dtype=np.uint8)
-            _cl().enqueue_copy(self.dev.queue, host, b)
-            out = []
-            for (r, c, dt), o in zip(parts, offs):
-                a = host[o: o + r * c * np.dtype(dt).itemsize].view(dt)
-                out.append(a.reshape(r, c) if c > 1 else a)
-            return out
+            ev = _cl().enqueue_copy(queue or self.dev.queue, host, b, is_blocking=False)
+
+            def read():
+                ev.wait()
+                out = []
+                for (r, c, dt), o in zip(parts, offs):
+                    a = host[o: o + r * c * np.dtype(dt).itemsize].view(dt)
+                    out.append(a.reshape(r, c) if c > 1 else a)
+                return out
+
+            return read
 
         return buf, subs, unpack
 
@@ -575,11 +628,11 @@ class DomainEngine:
                                self.dev.to_device(np.array(offs, dtype=np.int64)))
         return self._msc_nodes
 
-    def _read_lane(self, scr, off: int, ls: int, need: int) -> np.ndarray:
+    def _read_lane(self, scr, off: int, ls: int, need: int, queue=None) -> np.ndarray:
         """Floats 0..need-1 of one job's word-interleaved scratch (``off``: its job_off, ``ls``:
         its work-group size), copying only the span its words lie in."""
         span = np.empty((need // 4 - 1) * 4 * ls + 4, dtype=F32)
-        _cl().enqueue_copy(self.dev.queue, span, scr, src_offset=4 * off)
+        _cl().enqueue_copy(queue or self.dev.queue, span, scr, src_offset=4 * off)
         w = np.arange(need // 4, dtype=np.int64) * (4 * ls)
         return span[(w[:, None] + np.arange(4)).ravel()]
 

@@ -178,59 +178,32 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     fallback = []  # (region index, RegionForward)
     means = {}
     rng_init = np.uint32(EaselRandom(SEED)._x)  # the state after esl_randomness_Init(42)
-    for lo, hi in _chunks(need[order], engine.scratch_bytes // 4):
-        # largest regions in the first chunk; within a chunk smallest first, because the kernels
-        # take work-groups in reverse order (REVERSED_GID): the largest regions start first
-        idx = order[lo:hi][::-1]
-        k = hi - lo
-        scr_off = _offsets(env_need[idx])
-        tr_off = _offsets(tcap[idx])
-        scr = dev.scratch(4 * int(env_need[idx].sum()))
-        d_seq = dev.to_device(seq[idx].astype(np.int32))
-        d_model = dev.to_device(model[idx].astype(np.int32))
-        d_start = dev.to_device(starts[idx].astype(np.int32))
-        d_len = dev.to_device(Lr[idx].astype(np.int32))
-        d_xfm = dev.to_device(np.ascontiguousarray(xfm[idx], dtype=F32))
-        d_scr_off = dev.to_device(scr_off)
-        ev = engine.k_env(
-            dev.queue, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
-            batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
-            np.int32(k), np.int32(0),
-            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-            scr, d_scr_off, dev.scratch(4 * 20 * k), dev.to_device(np.arange(k, dtype=np.int64) * 20),
-            dev.scratch(16 * int(tcap[idx].sum())), dev.scratch(4 * int(tcap[idx].sum())),
-            dev.to_device(tr_off), dev.scratch(16 * k),
-        )
-        sec = _event_seconds([ev])
+    # chunks on several queues at once on a GPU (each its own buffers, half the budget each), so
+    # that a chunk whose length is set by a few long regions overlaps the others
+    queues = dev.queues()
+    nq = len(queues)
+    budget = engine.scratch_bytes // 4 if nq == 1 else max(engine.scratch_bytes // 8, 1 << 18)
+    per = REGION_LANES if dev.is_gpu else 1
+    pending = []
+
+    def finish(idx, ev_f, ev_e, q, scr, scr_off, reads):
+        k = len(idx)
+        sec = _event_seconds([ev_f])
         stats.forward_s += sec
         engine.kernel_s["region_fwd"] += sec
+        engine.intervals.append((ev_f.profile.start, ev_f.profile.end))
         log_launch("region_fwd", sec, M[idx] * Lr[idx])
         engine.cells["region_fwd"] += int((M[idx] * Lr[idx]).sum())
-
         if on_device:
-            work_ints = ensemble_work_ints(Lr[idx], M[idx], segcap[idx], env_cap)
-            n2_off = _offsets(Lr[idx])
-            d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
-            d_env = dev.scratch(8 * k * env_cap)
-            d_status = dev.scratch(4 * k)
-            per = REGION_LANES if dev.is_gpu else 1
-            ev = dev.kernel("ensemble", "region_ensemble")(
-                dev.queue, (_round_up(k * per, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
-                np.int32(k), np.int32(nsamples), rng_init,
-                *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, d_scr_off,
-                dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
-                dev.to_device(segcap[idx].astype(np.int32)),
-                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status, np.int32(per),
-            )
-            sec = _event_seconds([ev])
+            sec = _event_seconds([ev_e])
             stats.ensemble_s += sec
             engine.kernel_s["ensemble"] += sec
+            engine.intervals.append((ev_e.profile.start, ev_e.profile.end))
             log_launch("region_ensemble", sec, M[idx] * Lr[idx])
-            status = dev.from_device(d_status, np.int32, k)
-            envs = dev.from_device(d_env, np.int32, 2 * k * env_cap).reshape(k, env_cap, 2)
-            n2 = dev.from_device(d_n2, F32, int(Lr[idx].sum()))
+            for r_ev in reads[0]:
+                r_ev.wait()
+            status, envs, n2, n2_off = reads[1]
+            envs = envs.reshape(k, env_cap, 2)
             failed = []
             for t in range(k):
                 r = int(idx[t])
@@ -245,10 +218,61 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             r = int(idx[t])
             Lt, Wt, Mt = int(Lr[r]), int(W[r]), int(M[r])
             buf = np.empty((Lt + 1) * (3 * Wt + 6), dtype=F32)
-            cl.enqueue_copy(dev.queue, buf, scr, src_offset=4 * int(scr_off[t]))
+            cl.enqueue_copy(q, buf, scr, src_offset=4 * int(scr_off[t]))
             F = buf[: (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
             fx = buf[(Lt + 1) * 3 * Wt:].reshape(Lt + 1, 6)
             fallback.append((r, _region_forward(F, fx, Mt)))
+
+    for c, (lo, hi) in enumerate(_chunks(need[order], budget)):
+        if len(pending) == nq:
+            finish(*pending.pop(0))
+        q = queues[c % nq]
+        # largest regions in the first chunk; within a chunk smallest first, because the kernels
+        # take work-groups in reverse order (REVERSED_GID): the largest regions start first
+        idx = order[lo:hi][::-1]
+        k = hi - lo
+        scr_off = _offsets(env_need[idx])
+        tr_off = _offsets(tcap[idx])
+        scr = dev.scratch(4 * int(env_need[idx].sum()))
+        d_seq = dev.to_device(seq[idx].astype(np.int32))
+        d_model = dev.to_device(model[idx].astype(np.int32))
+        d_start = dev.to_device(starts[idx].astype(np.int32))
+        d_len = dev.to_device(Lr[idx].astype(np.int32))
+        d_xfm = dev.to_device(np.ascontiguousarray(xfm[idx], dtype=F32))
+        d_scr_off = dev.to_device(scr_off)
+        ev_f = engine.k_env(
+            q, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
+            batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
+            np.int32(k), np.int32(0),
+            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+            scr, d_scr_off, dev.scratch(4 * 20 * k), dev.to_device(np.arange(k, dtype=np.int64) * 20),
+            dev.scratch(16 * int(tcap[idx].sum())), dev.scratch(4 * int(tcap[idx].sum())),
+            dev.to_device(tr_off), dev.scratch(16 * k),
+        )
+        ev_e, reads = None, None
+        if on_device:
+            work_ints = ensemble_work_ints(Lr[idx], M[idx], segcap[idx], env_cap)
+            n2_off = _offsets(Lr[idx])
+            d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
+            d_env = dev.scratch(8 * k * env_cap)
+            d_status = dev.scratch(4 * k)
+            ev_e = dev.kernel("ensemble", "region_ensemble")(
+                q, (_round_up(k * per, LOCAL_SIZE),), (LOCAL_SIZE,),
+                batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
+                np.int32(k), np.int32(nsamples), rng_init,
+                *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
+                scr, d_scr_off,
+                dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
+                dev.to_device(segcap[idx].astype(np.int32)),
+                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status, np.int32(per),
+            )
+            host = (np.empty(k, np.int32), np.empty(2 * k * env_cap, np.int32),
+                    np.empty(max(int(Lr[idx].sum()), 1), F32), n2_off)
+            reads = ([cl.enqueue_copy(q, h, d, is_blocking=False) for h, d in zip(host[:3], (d_status, d_env, d_n2))],
+                     host)
+        pending.append((idx, ev_f, ev_e, q, scr, scr_off, reads))
+    while pending:
+        finish(*pending.pop(0))
 
     t0 = time.perf_counter()
     if means:

@@ -42,6 +42,20 @@ def log_launch(kernel: str, seconds: float, cells) -> None:
         LAUNCH_LOG.append((kernel, float(seconds), len(c), int(c.max()), int(c.sum())))
 
 
+def union_seconds(intervals) -> float:
+    """Seconds covered by the union of ``(start, end)`` nanosecond intervals (kernels that overlap
+    on several queues count once)."""
+    total, end = 0, None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total * 1e-9
+
+
 def _event_seconds(events) -> float:
     total = 0.0
     for ev in events:
