@@ -1,6 +1,6 @@
 /* ensemble.cl: HMMER's region_trace_ensemble() (p7_domaindef.c) for multi-domain regions.
  *
- *   region_ensemble   One work-item per region (on a GPU alone in its warp):
+ *   region_ensemble   One work-item per region (on a GPU with up to a warp to itself):
  *                     200 stochastic tracebacks of
  *                     the region's multihit Forward matrix (p7_StochasticTrace,
  *                     impl_sse/stotrace.c), null2 by trace for each sampled
@@ -241,8 +241,8 @@ __kernel void region_ensemble(
     __global float *n2mean, __global const long *n2_off,
     __global int2 *env, const int env_cap, __global int *status, const int per_region)
 {
-    /* per_region work-items per region, only the first computes: on a GPU a warp per region, so
-     * that the regions' divergent walks do not serialise each other within a warp */
+    /* per_region work-items per region, only the first computes: on a GPU up to a warp per
+     * region, so that the regions' divergent walks do not serialise each other within a warp */
     const int gid = REVERSED_GID();
     if (gid % per_region) return;
     const int r = gid / per_region;

@@ -108,8 +108,11 @@ def _pick(spec: str):
     return cl.get_platforms()[choice[0]].get_devices()[choice[1]]
 
 
-#: queues a GPU's domain stage keeps busy at once (Device.queues)
-CONCURRENT_QUEUES = 4
+#: queues the domain stage keeps busy at once on a GPU (Device.queues).  1: measured on an H200
+#: (2026-11-21, dev-x10), 4 queues made the domain stage slower (14.3 s of kernel time instead of
+#: 10.1 s): the launches hardly overlapped (kernels sharing buffers seem to be serialised) and the
+#: halved scratch per queue doubled the number of launches.  HMMCASCADE_QUEUES=n to experiment.
+CONCURRENT_QUEUES = 1
 
 
 @dataclass
@@ -139,10 +142,10 @@ class Device:
     def queues(self, n: int | None = None) -> list:
         """``n`` in-order profiling queues of this context, the first being :attr:`queue` (made once).
 
-        Kernels in different queues may run at the same time (NVIDIA's OpenCL does): launches whose
-        length is set by a few long jobs then overlap instead of leaving the GPU idle.  Default
-        ``n``: :data:`CONCURRENT_QUEUES` on a GPU (``HMMCASCADE_QUEUES`` overrides), 1 on a CPU,
-        where one launch already fills every core."""
+        Kernels in different queues may run at the same time (NVIDIA's OpenCL runs independent
+        kernels of different queues concurrently): launches whose length is set by a few long jobs
+        could then overlap.  Default ``n``: :data:`CONCURRENT_QUEUES` on a GPU
+        (``HMMCASCADE_QUEUES`` overrides), 1 on a CPU, where one launch already fills every core."""
         if n is None:
             n = int(os.environ.get("HMMCASCADE_QUEUES") or (CONCURRENT_QUEUES if self.is_gpu else 1))
         n = max(1, int(n))
