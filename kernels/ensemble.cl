@@ -75,6 +75,10 @@
 #define STATUS_OVERFLOW (-1)
 #define STATUS_ANOMALY (-2)
 
+#ifndef ENS_LANES
+#define ENS_LANES 32   /* most work-items per region (REGION_LANES in ensemble_gpu.py) */
+#endif
+
 #define TR(tsc, k, t) ((tsc)[(((k) - 1) >> 2) * 32 + (t) * 4 + (((k) - 1) & 3)])
 
 /* esl_random() of Easel's fast (LCG) generator. */
@@ -239,13 +243,15 @@ __kernel void region_ensemble(
     __global const float *fwd, __global const long *fwd_off,
     __global int *work, __global const long *work_off, __global const int *job_segcap,
     __global float *n2mean, __global const long *n2_off,
-    __global int2 *env, const int env_cap, __global int *status, const int per_region)
+    __global int2 *env, const int env_cap, __global int *status)
 {
-    /* per_region work-items per region, only the first computes: on a GPU up to a warp per
-     * region, so that the regions' divergent walks do not serialise each other within a warp */
-    const int gid = REVERSED_GID();
-    if (gid % per_region) return;
-    const int r = gid / per_region;
+    /* A work-group per region (get_local_size(0) work-items, up to ENS_LANES; one on CPUs, up to a
+     * warp on GPUs, so that the regions' divergent walks do not serialise each other): the first
+     * work-item samples the traces; all of them test the clustering's links. */
+    const int r = (int) (get_num_groups(0) - 1 - get_group_id(0));   /* largest regions first */
+    const int lid = (int) get_local_id(0), nl = (int) get_local_size(0);
+    __local int flag[ENS_LANES];
+    __local int shared[4];
     if (r >= n_jobs) return;
     const int m = job_model[r];
     const int M = model_M[m];
@@ -274,169 +280,196 @@ __kernel void region_ensemble(
     __global int *sig = hist + hcap;
 
     for (int p = 0; p < L; p++) {
-        if (x[p] >= KP) { status[r] = STATUS_ANOMALY; return; }   /* not an Easel amino code */
+        if (x[p] >= KP) { if (lid == 0) status[r] = STATUS_ANOMALY; return; }   /* not an Easel amino code */
     }
     __global float *n2 = n2mean + n2_off[r];
-    for (int p = 0; p < L; p++) n2[p] = 0.0f;
-
-    uint rng = rng_init;
     int nseg = 0;
     int st = 0;   /* 0, or the failure status */
-    const long maxsteps = (long) (L + 2) * (M + 6) + 16;
+    if (lid == 0) {
+        for (int p = 0; p < L; p++) n2[p] = 0.0f;
+        uint rng = rng_init;
+        const long maxsteps = (long) (L + 2) * (M + 6) + 16;
 
-    /* ---- 200 stochastic traces, each from T back to S */
-    for (int tr = 0; tr < nsamples && st == 0; tr++) {
-        const int tstart = nseg;
-        int i = L, k = 0, s0 = ST_C;
-        int hi = L;                                   /* residues hi+1..L have this trace's term */
-        int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0;
-        long steps = 0;
-        while (s0 != ST_S) {
-            if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
-            int s1;
-            if (s0 == ST_M) {                         /* M(i,k) <- B(i-1), M, I, D(i-1,k-1) */
-                if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
-                __global const float *prv = F + (long) (i - 1) * 3 * W;
-                const float pm = (k > 1) ? prv[k - 2] : 0.0f;
-                const float pi = (k > 1) ? prv[W + k - 2] : 0.0f;
-                const float pd = (k > 1) ? prv[2 * W + k - 2] : 0.0f;
-                const int c = choose4(fx[(i - 1) * NX + XB] * TR(t, k, T_BM), pm * TR(t, k, T_MM),
-                                      pi * TR(t, k, T_IM), pd * TR(t, k, T_DM), rng_next(&rng));
-                s1 = (c == 0) ? ST_B : ((c == 1) ? ST_M : ((c == 2) ? ST_I : ST_D));
-                k--; i--;
-            } else if (s0 == ST_D) {                  /* D(i,k) <- M(i,k-1), D(i,k-1) */
-                if (i < 0 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
-                __global const float *cur = F + (long) i * 3 * W;
-                float a = 0.0f, b = 0.0f;   /* node 1: no predecessor (Python: 0 * 0) */
-                if (k > 1) { a = cur[k - 2] * TR(t, k - 1, T_MD); b = cur[2 * W + k - 2] * TR(t, k - 1, T_DD); }
-                s1 = (rng_next(&rng) < cut2(a, b)) ? ST_M : ST_D;
-                k--;
-            } else if (s0 == ST_I) {                  /* I(i,k) <- M(i-1,k), I(i-1,k) */
-                if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
-                __global const float *prv = F + (long) (i - 1) * 3 * W;
-                const double cut = cut2(prv[k - 1] * TR(t, k, T_MI), prv[W + k - 1] * TR(t, k, T_II));
-                s1 = (rng_next(&rng) < cut) ? ST_M : ST_I;
-                i--;
-            } else if (s0 == ST_N) {
-                if (i < 0) { st = STATUS_ANOMALY; break; }
-                s1 = (i == 0) ? ST_S : ST_N;
-            } else if (s0 == ST_C || s0 == ST_J) {    /* C(i) <- C(i-1), E(i);  J(i) <- J(i-1), E(i) */
-                if (i < 1) { st = STATUS_ANOMALY; break; }
-                const int xs = (s0 == ST_C) ? XC : XJ;
-                const float etr = (s0 == ST_C) ? emove : eloop;
-                const double cut = cut2(fx[(i - 1) * NX + xs] * nloop, (fx[i * NX + XE] * etr) * fx[i * NX + XSCALE]);
-                s1 = (rng_next(&rng) < cut) ? s0 : ST_E;
-            } else if (s0 == ST_E) {                  /* E(i) <- M(i,k), D(i,k), striped order */
-                if (i < 0) { st = STATUS_ANOMALY; break; }
-                const double roll = rng_next(&rng);
-                const float E = fx[i * NX + XE];
-                if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* the Python module divides by zero */
-                __global const float *cm = F + (long) i * 3 * W;
-                const int pick = select_e(cm, cm + 2 * W, M, Q, (float) (1.0 / (double) E), roll);
-                if (pick == 0) { st = STATUS_ANOMALY; break; }
-                s1 = (pick > 0) ? ST_M : ST_D;
-                k = abs(pick);
-            } else if (s0 == ST_B) {                  /* B(i) <- N(i), J(i) */
-                if (i < 0) { st = STATUS_ANOMALY; break; }
-                s1 = (rng_next(&rng) < cut2(fx[i * NX + XN] * nmove, fx[i * NX + XJ] * nmove)) ? ST_N : ST_J;
-            } else { st = STATUS_ANOMALY; break; }
+        /* ---- 200 stochastic traces, each from T back to S */
+        for (int tr = 0; tr < nsamples && st == 0; tr++) {
+            const int tstart = nseg;
+            int i = L, k = 0, s0 = ST_C;
+            int hi = L;                                   /* residues hi+1..L have this trace's term */
+            int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0;
+            long steps = 0;
+            while (s0 != ST_S) {
+                if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
+                int s1;
+                if (s0 == ST_M) {                         /* M(i,k) <- B(i-1), M, I, D(i-1,k-1) */
+                    if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
+                    __global const float *prv = F + (long) (i - 1) * 3 * W;
+                    const float pm = (k > 1) ? prv[k - 2] : 0.0f;
+                    const float pi = (k > 1) ? prv[W + k - 2] : 0.0f;
+                    const float pd = (k > 1) ? prv[2 * W + k - 2] : 0.0f;
+                    const int c = choose4(fx[(i - 1) * NX + XB] * TR(t, k, T_BM), pm * TR(t, k, T_MM),
+                                          pi * TR(t, k, T_IM), pd * TR(t, k, T_DM), rng_next(&rng));
+                    s1 = (c == 0) ? ST_B : ((c == 1) ? ST_M : ((c == 2) ? ST_I : ST_D));
+                    k--; i--;
+                } else if (s0 == ST_D) {                  /* D(i,k) <- M(i,k-1), D(i,k-1) */
+                    if (i < 0 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
+                    __global const float *cur = F + (long) i * 3 * W;
+                    float a = 0.0f, b = 0.0f;   /* node 1: no predecessor (Python: 0 * 0) */
+                    if (k > 1) { a = cur[k - 2] * TR(t, k - 1, T_MD); b = cur[2 * W + k - 2] * TR(t, k - 1, T_DD); }
+                    s1 = (rng_next(&rng) < cut2(a, b)) ? ST_M : ST_D;
+                    k--;
+                } else if (s0 == ST_I) {                  /* I(i,k) <- M(i-1,k), I(i-1,k) */
+                    if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
+                    __global const float *prv = F + (long) (i - 1) * 3 * W;
+                    const double cut = cut2(prv[k - 1] * TR(t, k, T_MI), prv[W + k - 1] * TR(t, k, T_II));
+                    s1 = (rng_next(&rng) < cut) ? ST_M : ST_I;
+                    i--;
+                } else if (s0 == ST_N) {
+                    if (i < 0) { st = STATUS_ANOMALY; break; }
+                    s1 = (i == 0) ? ST_S : ST_N;
+                } else if (s0 == ST_C || s0 == ST_J) {    /* C(i) <- C(i-1), E(i);  J(i) <- J(i-1), E(i) */
+                    if (i < 1) { st = STATUS_ANOMALY; break; }
+                    const int xs = (s0 == ST_C) ? XC : XJ;
+                    const float etr = (s0 == ST_C) ? emove : eloop;
+                    const double cut = cut2(fx[(i - 1) * NX + xs] * nloop, (fx[i * NX + XE] * etr) * fx[i * NX + XSCALE]);
+                    s1 = (rng_next(&rng) < cut) ? s0 : ST_E;
+                } else if (s0 == ST_E) {                  /* E(i) <- M(i,k), D(i,k), striped order */
+                    if (i < 0) { st = STATUS_ANOMALY; break; }
+                    const double roll = rng_next(&rng);
+                    const float E = fx[i * NX + XE];
+                    if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* the Python module divides by zero */
+                    __global const float *cm = F + (long) i * 3 * W;
+                    const int pick = select_e(cm, cm + 2 * W, M, Q, (float) (1.0 / (double) E), roll);
+                    if (pick == 0) { st = STATUS_ANOMALY; break; }
+                    s1 = (pick > 0) ? ST_M : ST_D;
+                    k = abs(pick);
+                } else if (s0 == ST_B) {                  /* B(i) <- N(i), J(i) */
+                    if (i < 0) { st = STATUS_ANOMALY; break; }
+                    s1 = (rng_next(&rng) < cut2(fx[i * NX + XN] * nmove, fx[i * NX + XJ] * nmove)) ? ST_N : ST_J;
+                } else { st = STATUS_ANOMALY; break; }
 
-            /* the domain being traced back (E .. B): first/last M, emitting nodes */
-            if (s1 == ST_E) {
-                sqto = -1; nruns = 0; nemit = 0;
-            } else if (s1 == ST_M || s1 == ST_I) {
-                if (s1 == ST_M) {
-                    if (sqto < 0) { sqto = i; hmmto = k; }
-                    sqfrom = i; hmmfrom = k;
-                }
-                nemit++;
-                if (nruns > 0 && runs[nruns - 1].x == k) {
-                    runs[nruns - 1].y++;
-                } else {
-                    if (nruns >= W + 1) { st = STATUS_OVERFLOW; break; }
-                    runs[nruns] = (int2) (k, 1);
-                    nruns++;
-                }
-            } else if (s1 == ST_B) {
-                /* p7_trace_Index's domain: pair for the ensemble */
-                if (sqto < 0 || sqto > hi || sqfrom < 1) { st = STATUS_ANOMALY; break; }
-                if (nseg >= segcap) { st = STATUS_OVERFLOW; break; }
-                seg[nseg] = (int4) (sqfrom + ireg - 1, sqto + ireg - 1, hmmfrom, hmmto);
-                sidx[nseg] = tr;
-                nseg++;
-                /* p7_Null2_ByTrace: float frequencies, lanes summed over q, lanes (l0+l1)+(l2+l3) */
-                const float norm = (float) (1.0 / (double) nemit);
-                int bound[5];
-                bound[0] = 0;
-                {
-                    for (int a = 0, b = nruns - 1; a < b; a++, b--) {   /* recorded with nodes decreasing */
-                        const int2 tmp = runs[a]; runs[a] = runs[b]; runs[b] = tmp;
+                /* the domain being traced back (E .. B): first/last M, emitting nodes */
+                if (s1 == ST_E) {
+                    sqto = -1; nruns = 0; nemit = 0;
+                } else if (s1 == ST_M || s1 == ST_I) {
+                    if (s1 == ST_M) {
+                        if (sqto < 0) { sqto = i; hmmto = k; }
+                        sqfrom = i; hmmfrom = k;
                     }
-                    int lane = 0;
-                    for (int z = 0; z < nruns; z++) {
-                        const int2 rr = runs[z];
-                        runs[z].y = as_int((float) rr.y * norm);
-                        const int ln = (rr.x - 1) / Q;
-                        while (lane < ln) { lane++; bound[lane] = z; }
+                    nemit++;
+                    if (nruns > 0 && runs[nruns - 1].x == k) {
+                        runs[nruns - 1].y++;
+                    } else {
+                        if (nruns >= W + 1) { st = STATUS_OVERFLOW; break; }
+                        runs[nruns] = (int2) (k, 1);
+                        nruns++;
                     }
-                    while (lane < 4) { lane++; bound[lane] = nruns; }
+                } else if (s1 == ST_B) {
+                    /* p7_trace_Index's domain: pair for the ensemble */
+                    if (sqto < 0 || sqto > hi || sqfrom < 1) { st = STATUS_ANOMALY; break; }
+                    if (nseg >= segcap) { st = STATUS_OVERFLOW; break; }
+                    seg[nseg] = (int4) (sqfrom + ireg - 1, sqto + ireg - 1, hmmfrom, hmmto);
+                    sidx[nseg] = tr;
+                    nseg++;
+                    /* p7_Null2_ByTrace: float frequencies, lanes summed over q, lanes (l0+l1)+(l2+l3) */
+                    const float norm = (float) (1.0 / (double) nemit);
+                    int bound[5];
+                    bound[0] = 0;
+                    {
+                        for (int a = 0, b = nruns - 1; a < b; a++, b--) {   /* recorded with nodes decreasing */
+                            const int2 tmp = runs[a]; runs[a] = runs[b]; runs[b] = tmp;
+                        }
+                        int lane = 0;
+                        for (int z = 0; z < nruns; z++) {
+                            const int2 rr = runs[z];
+                            runs[z].y = as_int((float) rr.y * norm);
+                            const int ln = (rr.x - 1) / Q;
+                            while (lane < ln) { lane++; bound[lane] = z; }
+                        }
+                        while (lane < 4) { lane++; bound[lane] = nruns; }
+                    }
+                    const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
+                    float nv[KP];
+                    null2_sums(runs, bound, en, xfactor, nv);
+                    nv[20] = 1.0f; nv[27] = 1.0f; nv[28] = 1.0f;
+                    /* esl_abc_FAvgScVec: B = D,N  J = I,L  Z = E,Q  O = K  U = C  X = any */
+                    nv[21] = ((0.0f + nv[2]) + nv[11]) / 2.0f;
+                    nv[22] = ((0.0f + nv[7]) + nv[9]) / 2.0f;
+                    nv[23] = ((0.0f + nv[3]) + nv[13]) / 2.0f;
+                    nv[24] = (0.0f + nv[8]) / 1.0f;
+                    nv[25] = (0.0f + nv[1]) / 1.0f;
+                    {
+                        float s = 0.0f;
+                        for (int y = 0; y < 20; y++) s = s + nv[y];
+                        nv[26] = s / 20.0f;
+                    }
+                    /* this trace's term of each residue: 1 outside domains and at a domain's first residue */
+                    for (int p = sqto + 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
+                    for (int p = sqfrom + 1; p <= sqto; p++) n2[p - 1] = n2[p - 1] + nv[x[p - 1]];
+                    n2[sqfrom - 1] = n2[sqfrom - 1] + 1.0f;
+                    hi = sqfrom - 1;
                 }
-                const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
-                float nv[KP];
-                null2_sums(runs, bound, en, xfactor, nv);
-                nv[20] = 1.0f; nv[27] = 1.0f; nv[28] = 1.0f;
-                /* esl_abc_FAvgScVec: B = D,N  J = I,L  Z = E,Q  O = K  U = C  X = any */
-                nv[21] = ((0.0f + nv[2]) + nv[11]) / 2.0f;
-                nv[22] = ((0.0f + nv[7]) + nv[9]) / 2.0f;
-                nv[23] = ((0.0f + nv[3]) + nv[13]) / 2.0f;
-                nv[24] = (0.0f + nv[8]) / 1.0f;
-                nv[25] = (0.0f + nv[1]) / 1.0f;
-                {
-                    float s = 0.0f;
-                    for (int y = 0; y < 20; y++) s = s + nv[y];
-                    nv[26] = s / 20.0f;
-                }
-                /* this trace's term of each residue: 1 outside domains and at a domain's first residue */
-                for (int p = sqto + 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
-                for (int p = sqfrom + 1; p <= sqto; p++) n2[p - 1] = n2[p - 1] + nv[x[p - 1]];
-                n2[sqfrom - 1] = n2[sqfrom - 1] + 1.0f;
-                hi = sqfrom - 1;
+                if (s1 == s0 && (s1 == ST_N || s1 == ST_J || s1 == ST_C)) i--;
+                s0 = s1;
             }
-            if (s1 == s0 && (s1 == ST_N || s1 == ST_J || s1 == ST_C)) i--;
-            s0 = s1;
-        }
-        if (st) break;
-        if (nseg == tstart) { st = STATUS_ANOMALY; break; }   /* every path has a domain */
-        for (int p = 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
-        /* the trace's domains were found last to first: HMMER adds them first to last */
-        for (int a = tstart, b = nseg - 1; a < b; a++, b--) {
-            const int4 tmp = seg[a]; seg[a] = seg[b]; seg[b] = tmp;
-        }
-    }
-    if (st) { status[r] = st; return; }
-    for (int p = 0; p < L; p++) n2[p] = n2[p] / (float) nsamples;
-
-    /* ---- esl_cluster_SingleLinkage, with Easel's stack order */
-    const int n = nseg;
-    for (int a = 0; a < n; a++) avail[a] = n - a - 1;
-    int nb = n, nc = 0;
-    while (nb > 0) {
-        int na = 0;
-        stack[na++] = avail[--nb];
-        while (na > 0) {
-            const int v = stack[--na];
-            assign[v] = nc;
-            const int4 sv = seg[v];
-            for (int a = nb - 1; a >= 0; a--) {
-                const int w = avail[a];
-                if (linked(sv, seg[w])) {
-                    stack[na++] = w;
-                    avail[a] = avail[--nb];
-                }
+            if (st) break;
+            if (nseg == tstart) { st = STATUS_ANOMALY; break; }   /* every path has a domain */
+            for (int p = 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
+            /* the trace's domains were found last to first: HMMER adds them first to last */
+            for (int a = tstart, b = nseg - 1; a < b; a++, b--) {
+                const int4 tmp = seg[a]; seg[a] = seg[b]; seg[b] = tmp;
             }
         }
-        nc++;
+        if (st == 0) {
+            for (int p = 0; p < L; p++) n2[p] = n2[p] / (float) nsamples;
+        }
+        shared[0] = st;
+        shared[1] = nseg;
+    }   /* lid == 0: traces sampled */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    st = shared[0];
+    if (st) { if (lid == 0) status[r] = st; return; }
+    const int n = shared[1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* ---- esl_cluster_SingleLinkage, with Easel's stack order.  Easel's inner loop walks avail[]
+     * from nb-1 down, moving the last element into each removed slot; the moved elements were
+     * tested already, so every slot is tested with the element it held when the loop began.  The
+     * work-items test a block of slots at once; the first one then replays the removals of the
+     * block in Easel's order. */
+    for (int a = lid; a < n; a += nl) avail[a] = n - a - 1;
+    int nb = n, nc = 0, na = 0;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (;;) {
+        if (lid == 0) {
+            if (na == 0 && nb > 0) stack[na++] = avail[--nb];      /* a new cluster's seed */
+            int v = -1;
+            if (na > 0) { v = stack[--na]; assign[v] = nc; }
+            shared[0] = v;
+            shared[1] = nb;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        const int v = shared[0];
+        const int nb0 = shared[1];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (v < 0) break;
+        const int4 sv = seg[v];
+        for (int top = nb0 - 1; top >= 0; top -= nl) {
+            const int a = top - lid;
+            flag[lid] = (a >= 0) ? linked(sv, seg[avail[a]]) : 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) {
+                for (int b = 0; b < nl && top - b >= 0; b++) {
+                    if (flag[b]) {
+                        stack[na++] = avail[top - b];
+                        avail[top - b] = avail[--nb];
+                    }
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        }
+        if (lid == 0 && na == 0) nc++;                              /* the cluster is complete */
     }
+    if (lid != 0) return;
 
     /* ---- p7_spensemble_Cluster: traces per cluster (avail = count, stack = last trace seen) */
     for (int c = 0; c < nc; c++) { avail[c] = 0; stack[c] = -1; }

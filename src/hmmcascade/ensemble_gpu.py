@@ -48,8 +48,8 @@ STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differen
 BACKENDS = ("device", "python")
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
-#: region_ensemble work-items per region on a GPU: one computes, alone in its warp (32 regions
-#: in one warp would serialise their divergent trace walks)
+#: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
+#: (kernels/ensemble.cl's ENS_LANES)
 REGION_LANES = 32
 
 
@@ -94,9 +94,14 @@ def _region_lanes(dev, k: int) -> int:
     """Work-items per region for a launch of ``k`` regions: on a GPU up to REGION_LANES (a warp
     per region, so that regions' divergent walks do not serialise each other), fewer where that
     many would not all be resident at once (about 2,048 work-items per compute unit); 1 on a CPU.
+    The work-group of a region samples its traces on one work-item and tests the single-linkage
+    clustering's links on all of them (kernels/ensemble.cl).
 
     Measured on an H200 (dev-x10): a warp per region took a launch of 4,125 regions from 1.55 s
     to 0.64 s, but one of 15,190 regions from 0.48 s to 0.61 s."""
+    forced = os.environ.get("HMMCASCADE_REGION_LANES")  # tests: the cooperative path on a CPU
+    if forced:
+        return max(1, min(REGION_LANES, int(forced)))
     if not dev.is_gpu:
         return 1
     resident = 2048 * int(dev.device.max_compute_units)
@@ -273,14 +278,14 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             d_env = dev.scratch(8 * k * env_cap)
             d_status = dev.scratch(4 * k)
             ev_e = dev.kernel("ensemble", "region_ensemble")(
-                q, (_round_up(k * per, LOCAL_SIZE),), (LOCAL_SIZE,),
+                q, (k * per,), (per,),  # a work-group per region
                 batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
                 np.int32(k), np.int32(nsamples), rng_init,
                 *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
                 scr, d_scr_off,
                 dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
                 dev.to_device(segcap[idx].astype(np.int32)),
-                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status, np.int32(per),
+                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status,
             )
             host = (np.empty(k, np.int32), np.empty(2 * k * env_cap, np.int32),
                     np.empty(max(int(Lr[idx].sum()), 1), F32), n2_off)
