@@ -78,4 +78,40 @@
  * largest to run alone.  Lanes keep their place within a work-group. */
 #define REVERSED_GID() ((int) ((get_num_groups(0) - 1 - get_group_id(0)) * get_local_size(0) + get_local_id(0)))
 
+/* Work-group-per-pair kernels (msv_exact_wg, viterbi_wg): GROUP_WG work-items, one NVIDIA
+ * warp, so that on NVIDIA (build macros HMMC_PTX_SHFL / HMMC_PTX_REDUX, see
+ * Device.ptx_options) the group's reductions and scans are warp shuffles or redux.sync
+ * through inline PTX; elsewhere local memory and barriers (portable OpenCL C 1.2). */
+#define GROUP_WG 32
+
+/* The largest v over the work-group, returned to every work-item. */
+inline uint group_max_u32(uint v, __local uint *red)
+{
+#if defined(HMMC_PTX_REDUX)
+    uint r;
+    asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+    return r;
+#elif defined(HMMC_PTX_SHFL)
+    for (int d = 16; d > 0; d >>= 1) {
+        uint o;
+        asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(o) : "r"(v), "r"(d));
+        v = max(v, o);
+    }
+    return v;
+#else
+    const int lane = (int) get_local_id(0);
+    red[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0) {
+        uint mx = red[0];
+        for (int k = 1; k < GROUP_WG; k++) mx = max(mx, red[k]);
+        red[0] = mx;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+#endif
+}
+
 #endif /* HMMCASCADE_H */

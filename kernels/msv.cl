@@ -216,39 +216,9 @@ __kernel void msv_exact(
  * work-item plus one reduction of E across the group.  Used for the pairs msv_tiled hands back
  * (the high scorers); models over 4 * MSV_WG_QMAX nodes go to msv_exact.
  *
- * The reduction: redux.sync (sm_80+) or five butterfly shuffles through inline PTX on NVIDIA;
- * elsewhere local memory and barriers (portable). */
-#define MSV_WG 32
+ * The reduction of E is group_max_u32 (hmmcascade.h): PTX on NVIDIA, local memory elsewhere. */
+#define MSV_WG GROUP_WG
 #define MSV_WG_QMAX 1024
-
-inline uint group_max_u32(uint v, __local uint *red)
-{
-#if defined(HMMC_PTX_REDUX)
-    uint r;
-    asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
-    return r;
-#elif defined(HMMC_PTX_SHFL)
-    for (int d = 16; d > 0; d >>= 1) {
-        uint o;
-        asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(o) : "r"(v), "r"(d));
-        v = max(v, o);
-    }
-    return v;
-#else
-    const int lane = (int) get_local_id(0);
-    red[lane] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lane == 0) {
-        uint mx = red[0];
-        for (int k = 1; k < MSV_WG; k++) mx = max(mx, red[k]);
-        red[0] = mx;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint r = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-#endif
-}
 
 __kernel __attribute__((reqd_work_group_size(MSV_WG, 1, 1)))
 void msv_exact_wg(

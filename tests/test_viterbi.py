@@ -6,7 +6,11 @@ way (``p7_profile_SameAsVF``) and fails at |difference| > 0.001 nats, we check
 the kernel against a plain generic Viterbi on the same word tables, in float64
 without saturation.
 
-(b) The number of (model, target) pairs passing each filter on the default
+(b) The two kernels, ``viterbi_filter`` (a work-item per pair) and ``viterbi_wg``
+(a work-group per pair), give the same word on every pair of real models and
+proteins: bit-identical, overflows and the empty target's -32768 included.
+
+(c) The number of (model, target) pairs passing each filter on the default
 data equals what HMMER 3.3.2's ``hmmsearch`` prints.
 """
 
@@ -15,8 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import BEST_HITS
+from conftest import BEST_HITS, PYHMMER_DATA, concat, sorted_by_length
 from hmmcascade import cascade, filters, profiles, stats
+from hmmcascade import io as hio
+from hmmcascade.io import SequenceSet
 
 WORD_NEG_INF = -32768
 WORD_MAX = 32767
@@ -127,7 +133,8 @@ def vit_sample(msv_sample, default_hmms):
     return profiles.press(hmms), seqs.subset(chosen)
 
 
-def test_viterbi_filter_matches_generic_viterbi(vit_sample, device):
+@pytest.mark.parametrize("path", ["serial", "wg"])
+def test_viterbi_filter_matches_generic_viterbi(vit_sample, device, path):
     """Kernel score = generic Viterbi score within 0.001 nats (HMMER's utest bound), overflow exactly where due.
 
     0.001 nats is less than one word (1/500 bit = 0.0014 nats), so this asks
@@ -136,18 +143,23 @@ def test_viterbi_filter_matches_generic_viterbi(vit_sample, device):
     reaches the 16-bit limit (max_i,k M(i,k) + base_w >= 32767), and required there.
 
     Pairs go in shuffled order through a 64 KiB scratch budget, so the pair
-    sorting, the chunking into several launches and the scatter back are exercised too.
+    sorting, the chunking into launches (several for viterbi_filter, one per
+    size class for viterbi_wg) and the scatter back are exercised too.
     """
     db, seqs = vit_sample
     lp = profiles.length_params(seqs.lengths, db)
     batch = filters.DeviceBatch.upload(device, seqs, lp)
-    vf = filters.ViterbiFilter(device, filters.DeviceModels(device, db), 64 << 10)
+    vf = filters.ViterbiFilter(device, filters.DeviceModels(device, db), 64 << 10, path=path)
     rng = np.random.default_rng(7)
     perm = rng.permutation(len(db) * len(seqs))
     pair_model = np.repeat(np.arange(len(db)), len(seqs))[perm]
     pair_seq = np.tile(np.arange(len(seqs)), len(db))[perm]
     by_length = pair_model[np.argsort(db.M[pair_model], kind="stable")]
-    assert len(list(vf._chunks(by_length))) > 10  # the budget holds ~10 pairs of the longest model
+    n_launch = len(list(vf._chunks(by_length)))
+    if path == "serial":
+        assert n_launch > 10  # the budget holds ~10 pairs of the longest model
+    else:
+        assert n_launch == 2  # size classes of <= 128 words and <= 256 (M 647 and 1021: 162, 256 words)
     xc, _ = vf(batch, pair_seq, pair_model)
     got = stats.viterbi_nats(xc, lp.xw_move_i16[pair_seq], db.base_w, db.scale_w)
 
@@ -167,6 +179,125 @@ def test_viterbi_filter_matches_generic_viterbi(vit_sample, device):
         n_overflow += int(ref_overflow.sum())
         n_finite += int(ok.sum())
     assert n_overflow >= 5 and n_finite >= 200  # both exits of the filter were compared
+
+
+#: pyhmmer's protein test models (LuxC 400 nodes, KR 262, Thioesterase 243, PF02826 178); KR and
+#: Thioesterase are domains of the polyketide synthases in pyhmmer's PKSI.faa, LuxC of LuxC.faa.
+PYHMMER_MODELS = ("LuxC", "KR", "Thioesterase", "PF02826")
+
+
+@pytest.fixture(scope="module")
+def wg_sample(msv_sample):
+    """29 models (M 13..1021) x 76 sequences (lengths 0..4,613), pressed; 2,204 pairs.
+
+    Models: the MSV sample's 25 (every other default model and the longest, ACR_tran,
+    1021 nodes = 256 words) and pyhmmer's four protein test models.
+
+    Sequences, sorted by length: of the MSV sample, the best HMMER hit of each of its
+    models that has one (22; they overflow the word range or come close, with long
+    D->D runs), its 9 fragments (1..9 residues), its 3 longest (3,485 to 4,560) and 30
+    spread over its length ranks; all 10 proteins of pyhmmer's PKSI.faa (349 to 4,613)
+    and every third of its LuxC.faa (4); and two edge cases: an empty sequence (C(0)
+    stays -32768, the "no path" word) and a lone nonresidue '*'.
+    """
+    seqs = msv_sample.seqs
+    best = {BEST_HITS[h.name] for h in msv_sample.hmms if h.name in BEST_HITS}
+    keep = [i for i, name in enumerate(seqs.names) if name in best or "/1-" in name]
+    keep += list(np.argsort(seqs.lengths, kind="stable")[-3:])
+    keep += list(np.linspace(0, len(seqs) - 1, 30).round().astype(int))
+    pks = hio.read_sequences(PYHMMER_DATA / "seqs" / "PKSI.faa")
+    lux = hio.read_sequences(PYHMMER_DATA / "seqs" / "LuxC.faa")
+    edge = SequenceSet(names=["empty", "stop"], descriptions=["", ""], lengths=np.array([0, 1], dtype=np.int32),
+                       offsets=np.zeros(2, dtype=np.int64), residues=np.array([27], dtype=np.uint8))
+    chosen = sorted_by_length(concat([seqs.subset(np.unique(keep)), pks, lux.subset(np.arange(0, 12, 3)), edge]))
+    hmms = msv_sample.hmms + [h for n in PYHMMER_MODELS for h in hio.read_hmms(PYHMMER_DATA / "hmms" / "txt" / f"{n}.hmm")]
+    assert len(hmms) == 29 and len(chosen) == 76
+    return profiles.press(hmms), chosen
+
+
+@pytest.fixture(scope="module")
+def wg_run(wg_sample, device):
+    """Every pair of the sample, shuffled, through ViterbiFilter with $HMMCASCADE_VITERBI = serial, then wg.
+
+    Returns (db, batch, models, pair_seq, pair_model, {path: words}, {path: launch log})."""
+    db, seqs = wg_sample
+    with np.errstate(divide="ignore", invalid="ignore"):  # the empty target's length model is log(0); never read
+        lp = profiles.length_params(seqs.lengths, db)
+    batch = filters.DeviceBatch.upload(device, seqs, lp)
+    models = filters.DeviceModels(device, db)
+    perm = np.random.default_rng(11).permutation(len(db) * len(seqs))
+    pair_model = np.repeat(np.arange(len(db)), len(seqs))[perm].astype(np.int32)
+    pair_seq = np.tile(np.arange(len(seqs)), len(db))[perm].astype(np.int32)
+    words, logs = {}, {}
+    for path in ("serial", "wg"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("HMMCASCADE_VITERBI", path)
+            mp.setattr(filters, "LAUNCH_LOG", [])
+            vf = filters.ViterbiFilter(device, models, 1 << 20)
+            assert vf.path == path
+            words[path], _ = vf(batch, pair_seq, pair_model)
+            logs[path] = filters.LAUNCH_LOG
+    return db, batch, models, pair_seq, pair_model, words, logs
+
+
+def test_group_kernel_equals_serial_kernel(wg_run):
+    """HMMCASCADE_VITERBI=wg (viterbi_wg on every pair) gives =serial's (viterbi_filter's) words, exactly.
+
+    Both exits are compared: overflow (32767) and C(L), the empty target's -32768
+    among them; the wg pairs went in two launches (size classes <= 128 and <= 256
+    words), each its largest pairs first, and came back in input order."""
+    db, _, _, pair_seq, pair_model, words, logs = wg_run
+    np.testing.assert_array_equal(words["wg"], words["serial"])
+    w = words["serial"]
+    assert (w == 32767).sum() >= 20 and (w == -32768).sum() == len(db)
+    assert ((w > -32768) & (w < 32767)).sum() >= 2000
+    assert [r[0] for r in logs["wg"]] == ["ViterbiFilter/wg"] * 2
+    assert {r[0] for r in logs["serial"]} == {"ViterbiFilter"}
+    assert sum(r[2] for r in logs["wg"]) == len(pair_seq)
+
+
+def test_group_kernel_one_launch(wg_run, device):
+    """One launch of each kernel on 600 of the pairs in shuffled order (not sorted by size: local
+    rows sized for the longest model, groups of every size in one launch) gives the same words."""
+    db, batch, models, pair_seq, pair_model, words, _ = wg_run
+    vf = filters.ViterbiFilter(device, models, 1 << 30, path="wg")
+    sel = np.random.default_rng(3).choice(len(pair_seq), 600, replace=False)
+    assert vf._is_wg(pair_model[sel]) and int(db.M[pair_model[sel]].max()) == 1021
+    got, _ = vf._launch(batch, pair_seq[sel], pair_model[sel], np.int16)
+    vf.wg_qmax = 0  # everything to viterbi_filter
+    serial, _ = vf._launch(batch, pair_seq[sel], pair_model[sel], np.int16)
+    np.testing.assert_array_equal(got, words["serial"][sel])
+    np.testing.assert_array_equal(serial, words["serial"][sel])
+
+
+def test_models_over_the_bound_take_the_serial_kernel(wg_run, device):
+    """With viterbi_wg's bound lowered to 64 words (M <= 256), the longer models go to viterbi_filter
+    in the same call; the words stay the same."""
+    db, batch, models, pair_seq, pair_model, words, _ = wg_run
+    vf = filters.ViterbiFilter(device, models, 1 << 20, path="wg")
+    vf.wg_qmax = 64
+    log = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(filters, "LAUNCH_LOG", log)
+        got, _ = vf(batch, pair_seq, pair_model)
+    np.testing.assert_array_equal(got, words["serial"])
+    n_wg = int((models.node_words[pair_model] <= 64).sum())
+    assert sum(r[2] for r in log if r[0] == "ViterbiFilter/wg") == n_wg
+    assert 0 < n_wg < len(pair_seq)
+
+
+def test_viterbi_path_choice(wg_run, device, monkeypatch):
+    """$HMMCASCADE_VITERBI picks the kernel (default: wg on GPUs, serial on CPUs); others are refused."""
+    models = wg_run[2]
+    monkeypatch.delenv("HMMCASCADE_VITERBI", raising=False)
+    assert filters.ViterbiFilter(device, models, 1 << 20).path == ("wg" if device.is_gpu else "serial")
+    monkeypatch.setenv("HMMCASCADE_VITERBI", "WG")
+    vf = filters.ViterbiFilter(device, models, 1 << 20)
+    assert vf.path == "wg" and vf.wg_qmax == min(filters.VIT_WG_QMAX, (device.local_mem_bytes - 1024) // 48)
+    assert filters.ViterbiFilter(device, models, 1 << 20, path="serial").wg_qmax == 0
+    monkeypatch.setenv("HMMCASCADE_VITERBI", "fast")
+    with pytest.raises(ValueError, match="HMMCASCADE_VITERBI"):
+        filters.ViterbiFilter(device, models, 1 << 20)
 
 
 #: Pairs passing each filter, per model, printed by HMMER 3.3.2 (Debian's /usr/bin/hmmsearch):

@@ -136,6 +136,10 @@ class Device:
         return int(self.device.global_mem_size)
 
     @property
+    def local_mem_bytes(self) -> int:
+        return int(self.device.local_mem_size)
+
+    @property
     def max_alloc_bytes(self) -> int:
         return int(self.device.max_mem_alloc_size)
 
@@ -206,6 +210,10 @@ class Device:
     def scratch(self, nbytes: int):
         cl = _cl()
         return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=max(int(nbytes), 16))
+
+    def local(self, nbytes: int):
+        """A ``__local`` kernel argument of ``nbytes`` bytes."""
+        return _cl().LocalMemory(max(int(nbytes), 16))
 
     def from_device(self, buf, dtype, count: int) -> np.ndarray:
         cl = _cl()

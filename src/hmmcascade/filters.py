@@ -10,6 +10,7 @@ measured with OpenCL profiling events.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,14 @@ __all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFil
 LOCAL_SIZE = 64
 #: msv_exact_wg: work-items per pair, and the longest model (in 4-node words) its local rows hold.
 MSV_WG, MSV_WG_QMAX = 32, 1024
+#: viterbi_wg: work-items per pair, and the longest model (in 4-node words) its local rows
+#: hold: 6 rows of short4 words, 48 bytes per word, 48,000 bytes at the bound (NVIDIA's
+#: OpenCL allows 48 KiB of local memory per work-group).
+VIT_WG, VIT_WG_QMAX = 32, 1000
+VIT_WG_ROW_BYTES = 6 * 8
+#: viterbi_wg launches split where the longest model passes these word counts, so that pairs
+#: of short models (most) do not run at the occupancy the longest model's local rows allow.
+VIT_WG_CLASSES = (128, 256, 512)
 
 
 def _round_up(n: int, m: int) -> int:
@@ -75,15 +84,16 @@ def _emission_words(db: ProfileDB, table: np.ndarray, pad) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _transition_words(db: ProfileDB, table: np.ndarray, pad) -> np.ndarray:
-    """A [M, 8] transition table per model as [Q][8] words (transition t of 4 nodes), padded."""
+def _transition_words(db: ProfileDB, table: np.ndarray, pad, by_transition: bool = False) -> np.ndarray:
+    """A [M, 8] transition table per model as [Q][8] words (transition t of 4 nodes), padded;
+    ``by_transition``: as [8][Q] words (the same size, so the same offsets)."""
     parts = []
     for m in range(len(db)):
         M = int(db.M[m])
         Q = (M + 3) // 4
         padded = np.full((Q * 4, 8), pad, dtype=table.dtype)
         padded[:M] = db.transitions(table, m)
-        parts.append(padded.reshape(Q, 4, 8).transpose(0, 2, 1).ravel())
+        parts.append(padded.reshape(Q, 4, 8).transpose((2, 0, 1) if by_transition else (0, 2, 1)).ravel())
     return np.concatenate(parts)
 
 
@@ -101,6 +111,7 @@ class DeviceModels:
         self.bias_odds = dev.to_device(db.bias_odds_f32.astype(np.float32))
         self.vit_msc = dev.to_device(_emission_words(db, db.vit_msc_i16, -32768))
         self.vit_tsc = dev.to_device(_transition_words(db, db.vit_tsc_i16, -32768))
+        self.vit_tsc_t = dev.to_device(_transition_words(db, db.vit_tsc_i16, -32768, by_transition=True))
         self.vit_xw_e = dev.to_device(db.vit_xw_e_i16.astype(np.int16).reshape(-1, 2))
         self.vit_ddbound = dev.to_device(db.vit_ddbound_i16.astype(np.int16))
         self.fwd_msc = dev.to_device(_emission_words(db, db.fwd_msc_f32, 0.0))
@@ -330,13 +341,17 @@ class _PairKernel:
             res, sec = self._launch(batch, pair_seq[idx], pair_model[idx], out_dtype)
             out[idx] = res
             if LAUNCH_LOG is not None:
-                log_launch(type(self).__name__, sec, self.models.db.M[pair_model[idx]].astype(np.int64)
+                log_launch(self._log_name(pair_model[idx]), sec, self.models.db.M[pair_model[idx]].astype(np.int64)
                            * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
         return out, seconds
 
     def _launch(self, batch, pair_seq, pair_model, out_dtype):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _log_name(self, pair_model) -> str:
+        """The kernel's name in :data:`LAUNCH_LOG` for a launch of these pairs."""
+        return type(self).__name__
 
 
 class BiasFilter(_PairKernel):
@@ -367,30 +382,76 @@ class BiasFilter(_PairKernel):
 
 
 class ViterbiFilter(_PairKernel):
-    """``viterbi_filter``: C(L) word per pair (32767 = overflow, -32768 = no path)."""
+    """C(L) word per pair (32767 = overflow, -32768 = no path) with ``viterbi_wg`` or ``viterbi_filter``.
 
-    row_bytes = 3 * 2  # per node: M, I, D words (rows padded to 4 nodes)
+    Both kernels give the same words.  ``viterbi_wg`` (a work-group per pair, rows in local
+    memory) takes the pairs whose model fits its local rows (``VIT_WG_QMAX`` words, less where
+    the device has less local memory); ``viterbi_filter`` (a work-item per pair, rows in global
+    scratch) the others.  ``path``: "wg" (default on GPUs) or "serial" (every pair with
+    ``viterbi_filter``; default on CPUs); ``$HMMCASCADE_VITERBI`` sets the default.
+    """
 
-    def __init__(self, dev, models, scratch_bytes):
+    row_bytes = 3 * 2  # viterbi_filter, per node: M, I, D words (rows padded to 4 nodes)
+
+    def __init__(self, dev, models, scratch_bytes, path: str | None = None):
         super().__init__(dev, models, scratch_bytes)
+        self.path = (path or os.environ.get("HMMCASCADE_VITERBI") or ("wg" if dev.is_gpu else "serial")).lower()
+        if self.path not in ("wg", "serial"):
+            raise ValueError(f"Viterbi path (HMMCASCADE_VITERBI) must be 'wg' or 'serial', got {self.path!r}")
         self.kernel = dev.kernel("viterbi", "viterbi_filter")
+        self.wg = dev.kernel("viterbi", "viterbi_wg")
+        #: longest model (words) for viterbi_wg; 0: none.  Its D->D scan is exact only for
+        #: tDD <= 0, which HMMER's word scores (rounded log probabilities) always are.
+        self.wg_qmax = 0
+        if self.path == "wg" and not (models.db.vit_tsc_i16.reshape(-1, 8)[:, 7] > 0).any():
+            self.wg_qmax = min(VIT_WG_QMAX, (dev.local_mem_bytes - 1024) // VIT_WG_ROW_BYTES)
 
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.int16)
 
+    def _chunks(self, pair_model: np.ndarray):
+        """Launches of the pairs, sorted by model length: viterbi_wg's, one per size class
+        (``VIT_WG_CLASSES``; local rows sized by its longest model), then viterbi_filter's,
+        whose scratch rows fit the budget."""
+        Q = self.models.node_words[pair_model]
+        n_wg = int(np.searchsorted(Q, self.wg_qmax, side="right"))
+        start = 0
+        for bound in (*VIT_WG_CLASSES, self.wg_qmax):
+            end = int(np.searchsorted(Q[:n_wg], bound, side="right"))
+            if end > start:
+                yield start, end
+                start = end
+        for lo, hi in super()._chunks(pair_model[n_wg:]):
+            yield n_wg + lo, n_wg + hi
+
+    def _log_name(self, pair_model) -> str:
+        return "ViterbiFilter/wg" if self._is_wg(pair_model) else "ViterbiFilter"
+
+    def _is_wg(self, pair_model) -> bool:
+        return int(self.models.node_words[pair_model].max()) <= self.wg_qmax
+
     def _launch(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
-        rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
         out = self.dev.scratch(n * 2)
         m = self.models
-        ev = self.kernel(
-            self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
-            batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
-            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
-            m.vit_msc, m.word_emis_off, m.vit_tsc, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
-            np.int16(m.db.base_w), rows, out,
-        )
+        if self._is_wg(pair_model):
+            ev = self.wg(
+                self.dev.queue, (n * VIT_WG,), (VIT_WG,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
+                self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+                m.vit_msc, m.word_emis_off, m.vit_tsc_t, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
+                np.int16(m.db.base_w), self.dev.local(VIT_WG_ROW_BYTES * max_Q), out,
+            )
+        else:
+            rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
+            ev = self.kernel(
+                self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
+                self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+                m.vit_msc, m.word_emis_off, m.vit_tsc, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
+                np.int16(m.db.base_w), rows, out,
+            )
         return self.dev.from_device(out, np.int16, n), _event_seconds([ev])
 
 
