@@ -1,13 +1,16 @@
 /* ensemble.cl: HMMER's region_trace_ensemble() (p7_domaindef.c) for multi-domain regions.
  *
- *   region_ensemble   One work-item per region (on a GPU with up to a warp to itself):
- *                     200 stochastic tracebacks of
+ *   region_ensemble   A work-group per region (one work-item on CPUs, up to a warp on
+ *                     GPUs): its first work-item draws 200 stochastic tracebacks of
  *                     the region's multihit Forward matrix (p7_StochasticTrace,
  *                     impl_sse/stotrace.c), null2 by trace for each sampled
  *                     domain (p7_Null2_ByTrace, impl_sse/null2.c) summed per
  *                     residue, then single-linkage clustering of the sampled
  *                     domains (p7_spensemble_Cluster, p7_spensemble.c) and
- *                     removal of dominated clusters.
+ *                     removal of dominated clusters; the clustering's link tests are
+ *                     shared by all work-items of the group (see the clustering below).
+ *                     (PoCL 3.1 on a CPU did not finish a launch with work-groups of 2 or
+ *                     more; CPUs use one work-item per region, GPUs were checked bit-exact.)
  *
  * This is a transcription of src/hmmcascade/ensemble.py, which reproduces
  * HMMER bit for bit; every float32 and double operation below is the one
