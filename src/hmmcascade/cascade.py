@@ -217,19 +217,16 @@ class Cascade:
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
-            mi, si = np.nonzero(xj != -3)  # -3: below the conservative prefilter threshold
-            usc = stats.msv_nats(xj[mi, si], lp.tjb_u8[si], db.msv_params_u8[mi + lo, 2], db.scale_b)
-            P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), ev[mi + lo, 0], ev[mi + lo, 1])
-            keep = ~(P > th.F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
-            ps.append(si[keep])
-            pm.append(mi[keep] + lo)
-            usc_all.append(usc[keep])
+            si, mi, usc = _msv_pass(xj, lo, lp, db, ev, th.F1)
+            ps.append(si)
+            pm.append(mi)
+            usc_all.append(usc)
             host += time.perf_counter() - t1
         t1 = time.perf_counter()
         st.msv_reruns, st.msv_rerun_s = self.msv.reruns - r0, self.msv.rerun_s - rs0
-        seq_i = np.concatenate(ps).astype(np.int32)
-        mod_i = np.concatenate(pm).astype(np.int32)
-        usc = np.concatenate(usc_all).astype(np.float32)
+        seq_i = np.concatenate(ps)
+        mod_i = np.concatenate(pm)
+        usc = np.concatenate(usc_all)
         st.past_msv = len(seq_i)
         null = lp.nullsc_nats[seq_i]
         host += time.perf_counter() - t1
@@ -286,6 +283,27 @@ class Cascade:
             t1 = time.perf_counter()
         st.host_s = host + time.perf_counter() - t1
         return out, st
+
+
+def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: float):
+    """The pairs of one MSV launch (``xj``: J(L) of models ``lo...`` x the batch's sequences, -3
+    below the kernel's conservative threshold) whose P-value passes F1: int32 sequence and model
+    numbers and float32 MSV scores (nats), model by model, sequences in order within a model.
+
+    The candidates are found on the flat matrix (a 2-D nonzero is several times slower) and the
+    per-model terms repeated over each model's run of candidates.
+    """
+    n_mod, n_seq = xj.shape
+    flat = np.flatnonzero(xj != -3)
+    count = np.diff(np.searchsorted(flat, np.arange(n_mod + 1, dtype=np.int64) * n_seq))
+    si = flat - np.repeat(np.arange(n_mod, dtype=np.int64) * n_seq, count)
+    usc = stats.msv_nats(xj.reshape(-1)[flat], lp.tjb_u8[si], np.repeat(db.msv_params_u8[lo: lo + n_mod, 2], count),
+                         db.scale_b)
+    P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), np.repeat(ev[lo: lo + n_mod, 0], count),
+                          np.repeat(ev[lo: lo + n_mod, 1], count))
+    keep = ~(P > F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
+    return (si[keep].astype(np.int32), np.repeat(np.arange(lo, lo + n_mod, dtype=np.int32), count)[keep],
+            usc[keep])
 
 
 def _msv_thresholds(lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):

@@ -37,7 +37,7 @@ import numpy as np
 from .device import _cl
 from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
 from .filters import LOCAL_SIZE, _event_seconds, _round_up, log_launch
-from .profiles import _logf
+from .profiles import logf_array
 
 __all__ = ["SEED", "STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "ensemble_work_ints", "region_ensembles"]
 
@@ -120,14 +120,6 @@ def _offsets(sizes: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
 
 
-def _logf_array(values: np.ndarray) -> np.ndarray:
-    """``logf`` of every element, through the C library (once per distinct bit pattern)."""
-    bits = np.ascontiguousarray(values, dtype=F32).view(np.uint32)
-    uniq, inverse = np.unique(bits, return_inverse=True)
-    logs = np.array([_logf(v) for v in uniq.view(F32)], dtype=F32)
-    return logs[inverse.reshape(-1)]
-
-
 def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | None = None,
                      nsamples: int = NSAMPLES, max_domains_per_trace: int | None = None,
                      max_envelopes: int | None = None) -> list[tuple[np.ndarray, list[tuple[int, int]]]]:
@@ -197,7 +189,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
 
     results: list = [None] * n
     fallback = []  # (region index, RegionForward)
-    means = {}
+    means = []  # per launch: (regions, their lengths, their mean null2 odds concatenated)
     rng_init = np.uint32(EaselRandom(SEED)._x)  # the state after esl_randomness_Init(42)
     # chunks on several queues at once on a GPU (each its own buffers, half the budget each), so
     # that a chunk whose length is set by a few long regions overlaps the others
@@ -224,14 +216,19 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
                 r_ev.wait()
             status, envs, n2, n2_off = reads[1]
             envs = envs.reshape(k, env_cap, 2)
-            failed = []
-            for t in range(k):
-                r = int(idx[t])
-                if status[t] < 0:
-                    failed.append(t)
-                    continue
-                means[r] = n2[n2_off[t]: n2_off[t] + Lr[r]]
-                results[r] = [(int(a), int(b)) for a, b in envs[t, : status[t]]]
+            n2 = n2[: int(Lr[idx].sum())]
+            ok = status >= 0
+            failed = np.flatnonzero(~ok).tolist()
+            good = np.flatnonzero(ok)
+            if len(good):
+                g_reg, g_len, cnt = idx[good], Lr[idx[good]], status[good].astype(np.int64)
+                e = envs[good][np.arange(env_cap) < cnt[:, None]]  # the envelopes, region after region
+                pairs = list(zip(e[:, 0].tolist(), e[:, 1].tolist()))
+                stop = np.cumsum(cnt).tolist()
+                for r, a, b in zip(g_reg.tolist(), [0] + stop[:-1], stop):
+                    results[r] = pairs[a:b]
+                means.append((g_reg, g_len, n2 if len(failed) == 0 else
+                              np.concatenate([n2[o: o + ln] for o, ln in zip(n2_off[good].tolist(), g_len.tolist())])))
         else:
             failed = list(range(k))
         for t in failed:  # the region's Forward matrix, for the host
@@ -296,13 +293,12 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         finish(*pending.pop(0))
 
     t0 = time.perf_counter()
-    if means:
-        keys = sorted(means)
-        logs = _logf_array(np.concatenate([means[r] for r in keys]))
-        pos = 0
-        for r in keys:
-            results[r] = (logs[pos: pos + Lr[r]], results[r])
-            pos += int(Lr[r])
+    if means:  # the C library's logf of every mean, at once
+        logs = logf_array(np.concatenate([v for _, _, v in means]))
+        lens = np.concatenate([ln for _, ln, _ in means])
+        stop = np.cumsum(lens).tolist()
+        for r, a, b in zip(np.concatenate([g for g, _, _ in means]).tolist(), [0] + stop[:-1], stop):
+            results[r] = (logs[a:b], results[r])
     if fallback:
         if on_device:
             stats.fallbacks += len(fallback)

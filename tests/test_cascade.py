@@ -1,0 +1,36 @@
+"""hmmcascade.cascade: the host steps between kernels give what the per-pair formulas give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hmmcascade import cascade, profiles, stats
+
+
+@pytest.mark.parametrize("F1", [0.02, 1e-4, 1.0])
+def test_msv_pass_equals_per_pair_p_values(default_db, F1):
+    """_msv_pass (flat candidates, per-model terms repeated) against P-values of every (model, sequence)
+    candidate gathered pair by pair, on J(L) values around the pass threshold, overflows (-1) and
+    pairs below the prefilter (-3)."""
+    rng = np.random.default_rng(7)
+    db = default_db
+    lengths = np.sort(rng.integers(1, 3000, 700))
+    lp = profiles.length_params(lengths, db)
+    ev = db.evparams.astype(np.float64)
+    lo, n_mod = 3, min(40, len(db) - 3)
+    xj = rng.integers(0, 256, (n_mod, len(lengths))).astype(np.int16)
+    xj[rng.random(xj.shape) < 0.9] = -3
+    xj[rng.random(xj.shape) < 0.01] = -1
+    xj[5] = -3  # a model without candidates
+    mi, si = np.nonzero(xj != -3)
+    usc = stats.msv_nats(xj[mi, si], lp.tjb_u8[si], db.msv_params_u8[mi + lo, 2], db.scale_b)
+    P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), ev[mi + lo, 0], ev[mi + lo, 1])
+    keep = ~(P > F1)
+    assert 0 < keep.sum() <= len(keep)
+    seq, model, score = cascade._msv_pass(xj, lo, lp, db, ev, F1)
+    assert seq.dtype == model.dtype == np.int32 and score.dtype == np.float32
+    assert np.array_equal(seq, si[keep]) and np.array_equal(model, mi[keep] + lo)
+    assert np.array_equal(score.view(np.int32), usc[keep].view(np.int32))
+    empty = cascade._msv_pass(np.full((2, 5), -3, np.int16), 0, profiles.length_params(np.arange(1, 6), db), db, ev, F1)
+    assert [len(a) for a in empty] == [0, 0, 0]
