@@ -24,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hmmcascade import cascade, device, filters, profiles  # noqa: E402
-from hmmcascade.io import read_hmms, read_sequences  # noqa: E402
-from run_benchmark import replicate  # noqa: E402
+from run_benchmark import PROGRAMS, read_workload  # noqa: E402
 
 
 def main() -> int:
@@ -40,15 +39,10 @@ def main() -> int:
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
     args = ap.parse_args()
 
-    hmms = read_hmms(args.models)
-    if args.max_models:
-        hmms = hmms[: args.max_models]
-    seqs = read_sequences(args.seqs)
-    if args.copies > 1:
-        seqs = replicate(seqs, args.copies)
+    hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
     db = profiles.press(hmms)
     dev = device.open_device(args.device)
-    for name in ("msv", "bias", "viterbi", "forward", "domains", "ensemble"):
+    for name in PROGRAMS:
         dev.program(name)
 
     engines = []

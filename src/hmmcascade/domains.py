@@ -336,7 +336,7 @@ class DomainEngine:
         lane_need = 6 * Ws + 16 * (L[order] + 1)  # floats: two DP rows, then 16 per residue
         queues = self.dev.queues()  # launches overlap on a GPU (see envelopes)
         nq = len(queues)
-        budget = self.scratch_bytes if nq == 1 else max(self.scratch_bytes // 2, 1 << 20)
+        budget = self.launch_budget(nq)
         launches, job_off = self._launches(lane_need, interleave=True, budget_bytes=budget)
         width = 6 + 2 * region_cap  # output row, see fb_parser
         out = np.zeros((n, width), dtype=np.int32)  # in sorted order
@@ -355,7 +355,7 @@ class DomainEngine:
             sec = _event_seconds([ev])
             self.kernel_s["decode"] += sec
             self.intervals.append((ev.profile.start, ev.profile.end))
-            log_launch("fb_parser", sec, self.db.M[job[j0:j1, 1]].astype(np.int64) * L[order[j0:j1]])
+            log_launch("fb_parser", sec, lambda: self.db.M[job[j0:j1, 1]].astype(np.int64) * L[order[j0:j1]])
             cl.enqueue_copy(queues[slot], out[j0:j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[j0:j1, 5] > region_cap)
             for t in want.tolist():
@@ -423,7 +423,7 @@ class DomainEngine:
         # set by a few long jobs overlap; each queue has its own scratch (half the budget each)
         queues = self.dev.queues() if mode == 1 else [self.dev.queue]
         nq = len(queues)
-        budget = self.scratch_bytes if nq == 1 else max(self.scratch_bytes // 2, 1 << 20)
+        budget = self.launch_budget(nq)
         launches, job_off = self._launches(lane_need, interleave=(mode == 1), extra=5 * cap, budget_bytes=budget)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
@@ -439,7 +439,7 @@ class DomainEngine:
             sec = _event_seconds([ev])
             self.kernel_s["envelope"] += sec
             self.intervals.append((ev.profile.start, ev.profile.end))
-            log_launch(f"envelope{mode}", sec, Ms[j0:j1] * Ls[j0:j1])
+            log_launch(f"envelope{mode}", sec, lambda: Ms[j0:j1] * Ls[j0:j1])
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
             info, n2w, tr, pp = read()
@@ -561,6 +561,11 @@ class DomainEngine:
                 launches.append((int(g0[s]), int(g1[e - 1]), int(gls[s]), int(cf[e] - cf[s])))
                 s = e
         return launches, rel + gbase[group]
+
+    def launch_budget(self, queues: int) -> int:
+        """Scratch bytes for one launch when ``queues`` launches may be in flight at once: the whole
+        budget on one queue, half of it on several (each queue holds its own scratch)."""
+        return self.scratch_bytes if queues == 1 else max(self.scratch_bytes // 2, 1 << 20)
 
     def _lanes(self) -> int:
         """Jobs per word-interleaved work-group: LOCAL_SIZE on a GPU (coalesced accesses), 1 on a

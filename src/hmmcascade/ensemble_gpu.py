@@ -99,9 +99,6 @@ def _region_lanes(dev, k: int) -> int:
 
     Measured on an H200 (dev-x10): a warp per region took a launch of 4,125 regions from 1.55 s
     to 0.64 s, but one of 15,190 regions from 0.48 s to 0.61 s."""
-    forced = os.environ.get("HMMCASCADE_REGION_LANES")  # tests: the cooperative path on a CPU
-    if forced:
-        return max(1, min(REGION_LANES, int(forced)))
     if not dev.is_gpu:
         return 1
     resident = 2048 * int(dev.device.max_compute_units)
@@ -195,7 +192,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     # that a chunk whose length is set by a few long regions overlaps the others
     queues = dev.queues()
     nq = len(queues)
-    budget = engine.scratch_bytes // 4 if nq == 1 else max(engine.scratch_bytes // 8, 1 << 18)
+    budget = engine.launch_budget(nq) // 4  # floats
     pending = []
 
     def finish(idx, ev_f, ev_e, q, scr, scr_off, reads):
@@ -204,14 +201,14 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         stats.forward_s += sec
         engine.kernel_s["region_fwd"] += sec
         engine.intervals.append((ev_f.profile.start, ev_f.profile.end))
-        log_launch("region_fwd", sec, M[idx] * Lr[idx])
+        log_launch("region_fwd", sec, lambda: M[idx] * Lr[idx])
         engine.cells["region_fwd"] += int((M[idx] * Lr[idx]).sum())
         if on_device:
             sec = _event_seconds([ev_e])
             stats.ensemble_s += sec
             engine.kernel_s["ensemble"] += sec
             engine.intervals.append((ev_e.profile.start, ev_e.profile.end))
-            log_launch("region_ensemble", sec, M[idx] * Lr[idx])
+            log_launch("region_ensemble", sec, lambda: M[idx] * Lr[idx])
             for r_ev in reads[0]:
                 r_ev.wait()
             status, envs, n2, n2_off = reads[1]

@@ -45,9 +45,12 @@ LAUNCH_LOG: list | None = None
 
 
 def log_launch(kernel: str, seconds: float, cells) -> None:
-    """Record one launch in :data:`LAUNCH_LOG` (when it is a list); ``cells`` per job."""
-    if LAUNCH_LOG is not None and len(cells):
-        c = np.asarray(cells, dtype=np.int64)
+    """Record one launch in :data:`LAUNCH_LOG` (when it is a list); ``cells()`` gives the cells per
+    job (called only while logging, so the hot path computes nothing)."""
+    if LAUNCH_LOG is None:
+        return
+    c = np.asarray(cells(), dtype=np.int64)
+    if len(c):
         LAUNCH_LOG.append((kernel, float(seconds), len(c), int(c.max()), int(c.sum())))
 
 
@@ -340,9 +343,8 @@ class _PairKernel:
             idx = order[lo:hi]
             res, sec = self._launch(batch, pair_seq[idx], pair_model[idx], out_dtype)
             out[idx] = res
-            if LAUNCH_LOG is not None:
-                log_launch(self._log_name(pair_model[idx]), sec, self.models.db.M[pair_model[idx]].astype(np.int64)
-                           * batch.seqs.lengths[pair_seq[idx]])
+            log_launch(self._log_name(pair_model[idx]), sec,
+                       lambda: self.models.db.M[pair_model[idx]].astype(np.int64) * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
         return out, seconds
 
