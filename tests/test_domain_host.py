@@ -210,6 +210,41 @@ def _ref_cutoffs(db, th, m):
     return float(db.cutoffs[m, col]), float(db.cutoffs[m, col + 1])
 
 
+# p7_pli_TargetReportable / TargetIncludable / DomReportable / DomIncludable for one hit, as
+# HMMER writes them: the reference the vectorised thresholds are checked against
+def _target_reportable(th, score: float, lnP: float, Z: float, cutoffs=None) -> bool:
+    """p7_pli_TargetReportable (``cutoffs``: the model's (sequence, domain) cutoff pair)."""
+    if th.cut:
+        return score >= cutoffs[0]
+    if th.T is not None:
+        return score >= th.T
+    return math.exp(lnP) * Z <= th.E
+
+
+def _target_includable(th, score: float, lnP: float, Z: float, cutoffs=None) -> bool:
+    if th.cut:
+        return score >= cutoffs[0]
+    if th.incT is not None:
+        return score >= th.incT
+    return math.exp(lnP) * Z <= th.incE
+
+
+def _domain_reportable(th, score: float, lnP: float, domZ: float, cutoffs=None) -> bool:
+    if th.cut:
+        return score >= cutoffs[1]
+    if th.domT is not None:
+        return score >= th.domT
+    return math.exp(lnP) * domZ <= th.domE
+
+
+def _domain_includable(th, score: float, lnP: float, domZ: float, cutoffs=None) -> bool:
+    if th.cut:
+        return score >= cutoffs[1]
+    if th.incdomT is not None:
+        return score >= th.incdomT
+    return math.exp(lnP) * domZ <= th.incdomE
+
+
 def _ref_make_hits(db, seqs, index, out, th, Z):
     hits = []
     for p, pd in enumerate(out.get("domains", [])):
@@ -220,7 +255,7 @@ def _ref_make_hits(db, seqs, index, out, th, Z):
         tau, lam = (float(v) for v in db.evparams[m, 4:6])
         lnP = float(stats.exp_logsurv(np.float32(pd.seq_score), tau, lam))
         cut = _ref_cutoffs(db, th, m)
-        if not th.target_reportable(pd.seq_score, lnP, Z, cut):
+        if not _target_reportable(th, pd.seq_score, lnP, Z, cut):
             continue
         best = 0
         for d, dom in enumerate(pd.domains):
@@ -236,10 +271,10 @@ def _ref_make_hits(db, seqs, index, out, th, Z):
                 best_domain=best, domains=pd.domains)
         if th.cut:
             h.reported = True
-            h.included = th.target_includable(h.score, lnP, Z, cut)
+            h.included = _target_includable(th, h.score, lnP, Z, cut)
             for dom in h.domains:
-                dom.reported = th.domain_reportable(dom.score, dom.lnP, 0.0, cut)
-                dom.included = dom.reported and th.domain_includable(dom.score, dom.lnP, 0.0, cut)
+                dom.reported = _domain_reportable(th, dom.score, dom.lnP, 0.0, cut)
+                dom.included = dom.reported and _domain_includable(th, dom.score, dom.lnP, 0.0, cut)
         hits.append(h)
     return hits
 
@@ -251,8 +286,8 @@ def _ref_threshold_hits(hits, th, Z):
     for m, group in by_model.items():
         if not th.cut:
             for h in group:
-                h.reported = th.target_reportable(h.score, h.lnP, Z)
-                h.included = h.reported and th.target_includable(h.score, h.lnP, Z)
+                h.reported = _target_reportable(th, h.score, h.lnP, Z)
+                h.included = h.reported and _target_includable(th, h.score, h.lnP, Z)
         domZ = th.domZ if th.domZ is not None else float(sum(h.reported for h in group))
         for h in group:
             h.evalue = math.exp(h.lnP) * Z
@@ -260,8 +295,8 @@ def _ref_threshold_hits(hits, th, Z):
                 dom.c_evalue = math.exp(dom.lnP) * domZ
                 dom.i_evalue = math.exp(dom.lnP) * Z
                 if not th.cut:
-                    dom.reported = h.reported and th.domain_reportable(dom.score, dom.lnP, domZ)
-                    dom.included = h.included and th.domain_includable(dom.score, dom.lnP, domZ)
+                    dom.reported = h.reported and _domain_reportable(th, dom.score, dom.lnP, domZ)
+                    dom.included = h.included and _domain_includable(th, dom.score, dom.lnP, domZ)
             if h.noverlaps:
                 for a in range(len(h.domains)):
                     for b in range(a + 1, len(h.domains)):

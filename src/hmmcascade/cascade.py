@@ -68,35 +68,6 @@ class Thresholds:
             return self
         return replace(self, F1=1.0, F2=1.0, F3=1.0, bias_filter=False)
 
-    def target_reportable(self, score: float, lnP: float, Z: float, cutoffs=None) -> bool:
-        """p7_pli_TargetReportable (``cutoffs``: the model's (sequence, domain) cutoff pair)."""
-        if self.cut:
-            return score >= cutoffs[0]
-        if self.T is not None:
-            return score >= self.T
-        return math.exp(lnP) * Z <= self.E
-
-    def target_includable(self, score: float, lnP: float, Z: float, cutoffs=None) -> bool:
-        if self.cut:
-            return score >= cutoffs[0]
-        if self.incT is not None:
-            return score >= self.incT
-        return math.exp(lnP) * Z <= self.incE
-
-    def domain_reportable(self, score: float, lnP: float, domZ: float, cutoffs=None) -> bool:
-        if self.cut:
-            return score >= cutoffs[1]
-        if self.domT is not None:
-            return score >= self.domT
-        return math.exp(lnP) * domZ <= self.domE
-
-    def domain_includable(self, score: float, lnP: float, domZ: float, cutoffs=None) -> bool:
-        if self.cut:
-            return score >= cutoffs[1]
-        if self.incdomT is not None:
-            return score >= self.incdomT
-        return math.exp(lnP) * domZ <= self.incdomE
-
 
 @dataclass
 class StageStats:
