@@ -254,7 +254,7 @@ __kernel void region_ensemble(
     const int r = (int) (get_num_groups(0) - 1 - get_group_id(0));   /* largest regions first */
     const int lid = (int) get_local_id(0), nl = (int) get_local_size(0);
     __local int flag[ENS_LANES];
-    __local int shared[4];
+    __local int shared[2];
     if (r >= n_jobs) return;
     const int m = job_model[r];
     const int M = model_M[m];
