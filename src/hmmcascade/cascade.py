@@ -210,6 +210,10 @@ class Cascade:
         ps, pm, usc_all = [], [], []
         r0, rs0 = self.msv.reruns, self.msv.rerun_s
         thr_model, thr_seq = _msv_thresholds(lp, db, th.F1)
+        # per model the least bit score whose P-value passes each test (stats.pass_thresholds)
+        gumbel, expo = stats.gumbel_surv, stats.exp_surv
+        cache = self.__dict__.setdefault("_pass_bits", {})
+        pass_msv = _pass_bits(cache, gumbel, ev, 0, th.F1)
         host = time.perf_counter() - t0
         for lo, hi in self.msv.model_groups(batch.grp_words):
             xj, sec = self.msv(batch, lo, hi, thr_model, thr_seq)
@@ -217,7 +221,7 @@ class Cascade:
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
-            si, mi, usc = _msv_pass(xj, lo, lp, db, ev, th.F1)
+            si, mi, usc = _msv_pass(xj, lo, lp, db, ev, th.F1, pass_msv)
             ps.append(si)
             pm.append(mi)
             usc_all.append(usc)
@@ -237,15 +241,17 @@ class Cascade:
             st.pairs["bias"] += len(seq_i)
             st.cells["bias"] += int(L[seq_i].sum())
             filtersc = ((hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32) + lp.log1mp1_f32[seq_i]).astype(np.float32)
-            P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
-            keep = ~(P > th.F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
-            seq_i, mod_i, usc, filtersc, P = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep], P[keep]
+            bias_bits = stats.bits(usc, filtersc)
+            keep = stats.passes(bias_bits, mod_i, pass_msv, gumbel, ev[:, 0], ev[:, 1], th.F1)
+            seq_i, mod_i, usc, filtersc, bias_bits = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep], bias_bits[keep]
             host += time.perf_counter() - t1
         else:
             filtersc = null
-            P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
+            bias_bits = stats.bits(usc, filtersc)
         st.past_bias = len(seq_i)
-        run_vit = P > th.F2
+        # the Viterbi filter runs where the MSV P-value is above F2
+        run_vit = ~stats.passes(bias_bits, mod_i, _pass_bits(cache, gumbel, ev, 0, th.F2), gumbel, ev[:, 0], ev[:, 1],
+                                th.F2)
         if run_vit.any():
             xc, sec = self.viterbi(batch, seq_i[run_vit], mod_i[run_vit])
             t1 = time.perf_counter()
@@ -253,9 +259,9 @@ class Cascade:
             st.pairs["viterbi"] += int(run_vit.sum())
             st.cells["viterbi"] += int((db.M[mod_i[run_vit]].astype(np.int64) * L[seq_i[run_vit]]).sum())
             vsc = stats.viterbi_nats(xc, lp.xw_move_i16[seq_i[run_vit]], db.base_w, db.scale_w)
-            Pv = stats.gumbel_surv(stats.bits(vsc, filtersc[run_vit]), ev[mod_i[run_vit], 2], ev[mod_i[run_vit], 3])
             keep = np.ones(len(seq_i), dtype=bool)
-            keep[np.flatnonzero(run_vit)[Pv > th.F2]] = False  # (NaN passes, as in HMMER)
+            keep[run_vit] = stats.passes(stats.bits(vsc, filtersc[run_vit]), mod_i[run_vit],
+                                         _pass_bits(cache, gumbel, ev, 2, th.F2), gumbel, ev[:, 2], ev[:, 3], th.F2)
             seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
@@ -264,8 +270,8 @@ class Cascade:
         st.kernel_s["forward"] += sec
         st.pairs["forward"] += len(seq_i)
         st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
-        Pf = stats.exp_surv(stats.bits(fwd, filtersc), ev[mod_i, 4], ev[mod_i, 5])
-        keep = ~(Pf > th.F3)
+        keep = stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo, ev[:, 4],
+                            ev[:, 5], th.F3)
         st.past_fwd = int(keep.sum())
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep],
                "nullsc": lp.nullsc_nats[seq_i[keep]]}
@@ -285,13 +291,23 @@ class Cascade:
         return out, st
 
 
-def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: float):
+def _pass_bits(cache: dict, surv, ev: np.ndarray, col: int, F: float) -> np.ndarray:
+    """:func:`stats.pass_thresholds` of every model for the distribution in ``ev`` columns ``col``,
+    ``col + 1`` and threshold F, made once per Cascade (``cache``)."""
+    key = (col, F)
+    if key not in cache:
+        cache[key] = stats.pass_thresholds(surv, ev[:, col], ev[:, col + 1], F)
+    return cache[key]
+
+
+def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: float, pass_bits: np.ndarray):
     """The pairs of one MSV launch (``xj``: J(L) of models ``lo...`` x the batch's sequences, -3
     below the kernel's conservative threshold) whose P-value passes F1: int32 sequence and model
     numbers and float32 MSV scores (nats), model by model, sequences in order within a model.
 
-    The candidates are found on the flat matrix (a 2-D nonzero is several times slower) and the
-    per-model terms repeated over each model's run of candidates.
+    The candidates are found on the flat matrix (a 2-D nonzero is several times slower), the
+    per-model terms repeated over each model's run of candidates, and the P-value test is a
+    comparison with the model's least passing bit score (``pass_bits``, :func:`stats.pass_thresholds`).
     """
     n_mod, n_seq = xj.shape
     flat = np.flatnonzero(xj != -3)
@@ -299,11 +315,9 @@ def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: fl
     si = flat - np.repeat(np.arange(n_mod, dtype=np.int64) * n_seq, count)
     usc = stats.msv_nats(xj.reshape(-1)[flat], lp.tjb_u8[si], np.repeat(db.msv_params_u8[lo: lo + n_mod, 2], count),
                          db.scale_b)
-    P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), np.repeat(ev[lo: lo + n_mod, 0], count),
-                          np.repeat(ev[lo: lo + n_mod, 1], count))
-    keep = ~(P > F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
-    return (si[keep].astype(np.int32), np.repeat(np.arange(lo, lo + n_mod, dtype=np.int32), count)[keep],
-            usc[keep])
+    mi = np.repeat(np.arange(lo, lo + n_mod, dtype=np.int32), count)
+    keep = stats.passes(stats.bits(usc, lp.nullsc_nats[si]), mi, pass_bits, stats.gumbel_surv, ev[:, 0], ev[:, 1], F1)
+    return si[keep].astype(np.int32), mi[keep], usc[keep]
 
 
 def _msv_thresholds(lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
