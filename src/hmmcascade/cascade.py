@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -407,7 +409,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
 
 def _exp(x: np.ndarray) -> np.ndarray:
     """exp elementwise with the C library's exp (math.exp), as HMMER's E-values use it."""
-    return np.array([math.exp(v) for v in np.asarray(x, dtype=np.float64).tolist()], dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=len(x))
 
 
 def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
@@ -452,11 +455,15 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
     seq_score, pre_score = pds.seq_score[P], pds.pre_score[P]
     bias = (pre_score.astype(np.float32) - seq_score.astype(np.float32)).astype(np.float64)
     names, descs = seqs.names, seqs.descriptions
+    mlist = m.tolist()
+    # one str object per model name and accession, shared by its hits
+    mnames, maccs, mlens = (list(map(col.__getitem__, mlist)) for col in (
+        db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
     with gc_paused():
         hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
                     no, nv, b, False, False, dl)  # FASTA targets carry no accession
                 for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, dl in zip(
-                    m.tolist(), t.tolist(), db.names[m].tolist(), db.accessions[m].tolist(), db.M[m].tolist(),
+                    mlist, t.tolist(), mnames, maccs, mlens,
                     seqs.lengths[t].tolist(), seq_score.tolist(), pre_score.tolist(), bias.tolist(), lnP.tolist(),
                     evalue.tolist(), pds.nexpected[P].tolist(), pds.nregions[P].tolist(), pds.nclustered[P].tolist(),
                     pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), dom_lists)]
@@ -499,17 +506,17 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     n = len(hits)
     if not n:
         return
-    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=n)
-    score = np.fromiter((h.score for h in hits), dtype=np.float64, count=n)
-    evalue = _exp(np.fromiter((h.lnP for h in hits), dtype=np.float64, count=n)) * Z
+    model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=n)
+    score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
+    evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
     if not th.cut:
         rep = _passes(score, evalue, th.T, th.E)
         inc = rep & _passes(score, evalue, th.incT, th.incE)
         for h, r, i, e in zip(hits, rep.tolist(), inc.tolist(), evalue.tolist()):
             h.reported, h.included, h.evalue = r, i, e
     else:
-        rep = np.fromiter((h.reported for h in hits), dtype=bool, count=n)
-        inc = np.fromiter((h.included for h in hits), dtype=bool, count=n)
+        rep = np.fromiter(map(attrgetter("reported"), hits), dtype=bool, count=n)
+        inc = np.fromiter(map(attrgetter("included"), hits), dtype=bool, count=n)
         for h, e in zip(hits, evalue.tolist()):
             h.evalue = e
     if th.domZ is not None:
@@ -517,13 +524,14 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     else:
         _, group = np.unique(model, return_inverse=True)
         domZ = np.bincount(group, weights=rep.astype(np.float64))[group]
-    nd = np.fromiter((len(h.domains) for h in hits), dtype=np.int64, count=n)
-    doms = [d for h in hits for d in h.domains]
+    dom_lists = list(map(attrgetter("domains"), hits))
+    nd = np.fromiter(map(len, dom_lists), dtype=np.int64, count=n)
+    doms = list(chain.from_iterable(dom_lists))
     dh = np.repeat(np.arange(n), nd)
-    e = _exp(np.fromiter((d.lnP for d in doms), dtype=np.float64, count=len(doms)))
+    e = _exp(np.fromiter(map(attrgetter("lnP"), doms), dtype=np.float64, count=len(doms)))
     c_evalue, i_evalue = e * domZ[dh], e * Z
     if not th.cut:
-        dscore = np.fromiter((d.score for d in doms), dtype=np.float64, count=len(doms))
+        dscore = np.fromiter(map(attrgetter("score"), doms), dtype=np.float64, count=len(doms))
         drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
         dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
         for d, ce, ie, r, i in zip(doms, c_evalue.tolist(), i_evalue.tolist(), drep.tolist(), dinc.tolist()):
@@ -531,14 +539,15 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     else:
         for d, ce, ie in zip(doms, c_evalue.tolist(), i_evalue.tolist()):
             d.c_evalue, d.i_evalue = ce, ie
-    for h in hits:
-        if h.noverlaps:  # workaround_bug_h74: hide duplicate alignments from one cluster
-            for a in range(len(h.domains)):
-                for b in range(a + 1, len(h.domains)):
-                    d1, d2 = h.domains[a], h.domains[b]
-                    if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
-                        drop = d2 if d1.score >= d2.score else d1
-                        drop.reported = drop.included = False
+    overlapping = np.fromiter(map(attrgetter("noverlaps"), hits), dtype=np.int64, count=n)
+    for t in np.flatnonzero(overlapping).tolist():  # workaround_bug_h74: hide duplicate alignments from one cluster
+        ds = dom_lists[t]
+        for a in range(len(ds)):
+            for b in range(a + 1, len(ds)):
+                d1, d2 = ds[a], ds[b]
+                if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
+                    drop = d2 if d1.score >= d2.score else d1
+                    drop.reported = drop.included = False
 
 
 def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
@@ -546,4 +555,4 @@ def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
     from .output import hit_order
 
     inc_by_E = th.cut is None and th.incT is None
-    return [hits[i] for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()]
+    return list(map(hits.__getitem__, hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()))
