@@ -245,7 +245,8 @@ class Cascade:
             filtersc = ((hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32) + lp.log1mp1_f32[seq_i]).astype(np.float32)
             bias_bits = stats.bits(usc, filtersc)
             keep = stats.passes(bias_bits, mod_i, pass_msv, gumbel, ev[:, 0], ev[:, 1], th.F1)
-            seq_i, mod_i, usc, filtersc, bias_bits = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep], bias_bits[keep]
+            seq_i, mod_i, usc, filtersc = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep]
+            bias_bits = bias_bits[keep]
             host += time.perf_counter() - t1
         else:
             filtersc = null

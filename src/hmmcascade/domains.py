@@ -1002,7 +1002,8 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     sj = vj[single]
     s_pair, s_len = jobs.pair[sj], jobs.j[sj] - jobs.i[sj] + 1
     with np.errstate(divide="ignore"):  # logf of each envelope's KP odds, then looked up per residue
-        logodds = np.log(null2_odds_rows(np.array([res[t]["null2"] for t in single.tolist()], dtype=F32).reshape(-1, 20)))
+        odds = null2_odds_rows(np.array([res[t]["null2"] for t in single.tolist()], dtype=F32).reshape(-1, 20))
+        logodds = np.log(odds)
     logodds = logodds.reshape(-1)
     src_start = seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1  # residues of each envelope
     shift = span_off[s_pair] + jobs.i[sj] - span_lo[s_pair] - src_start  # residue index -> n2sc index
