@@ -28,9 +28,11 @@ def test_msv_pass_equals_per_pair_p_values(default_db, F1):
     P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), ev[mi + lo, 0], ev[mi + lo, 1])
     keep = ~(P > F1)
     assert 0 < keep.sum() <= len(keep)
-    seq, model, score = cascade._msv_pass(xj, lo, lp, db, ev, F1)
+    pass_bits = stats.pass_thresholds(stats.gumbel_surv, ev[:, 0], ev[:, 1], F1)
+    seq, model, score = cascade._msv_pass(xj, lo, lp, db, ev, F1, pass_bits)
     assert seq.dtype == model.dtype == np.int32 and score.dtype == np.float32
     assert np.array_equal(seq, si[keep]) and np.array_equal(model, mi[keep] + lo)
     assert np.array_equal(score.view(np.int32), usc[keep].view(np.int32))
-    empty = cascade._msv_pass(np.full((2, 5), -3, np.int16), 0, profiles.length_params(np.arange(1, 6), db), db, ev, F1)
+    empty = cascade._msv_pass(np.full((2, 5), -3, np.int16), 0, profiles.length_params(np.arange(1, 6), db), db, ev, F1,
+                              pass_bits)
     assert [len(a) for a in empty] == [0, 0, 0]

@@ -260,11 +260,10 @@ def test_logf_array_steps_and_fallbacks(monkeypatch):
     x = _logf_sample()
     want = _c_logf_bits(x)
     with np.errstate(all="ignore"):
-        assert np.array_equal(profiles._logf_vector(x, margin=0.0).view(np.uint32), want)
-        assert np.array_equal(profiles._logf_vector(x[::50], margin=1.0).view(np.uint32), want[::50])
+        assert np.array_equal(profiles._logf_vector(x, margin_ulps=0).view(np.uint32), want)
+        assert np.array_equal(profiles._logf_vector(x[::50], margin_ulps=1 << 29).view(np.uint32), want[::50])
         monkeypatch.setattr(profiles, "_LOGF_CHECKED", [False])
         assert np.array_equal(profiles.logf_array(x).view(np.uint32), want)
     y = profiles._logf_double(x[(x > 1e-30) & (x < 1e30)].view(np.uint32))
-    f = y.astype(np.float32)
-    mid = (f.astype(np.float64) + np.nextafter(f, np.where(y >= f, np.inf, -np.inf).astype(np.float32))) * 0.5
-    assert (np.abs(mid - y) <= profiles.LOGF_MARGIN * np.abs(y)).mean() < 1e-3
+    low = (y.view(np.uint64) & np.uint64((1 << 29) - 1)).astype(np.int64) - (1 << 28)
+    assert (np.abs(low) < profiles.LOGF_MARGIN_ULPS).mean() < 1e-3

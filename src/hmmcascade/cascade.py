@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -181,6 +183,10 @@ class Cascade:
         ps, pm, usc_all = [], [], []
         r0, rs0 = self.msv.reruns, self.msv.rerun_s
         thr_model, thr_seq = _msv_thresholds(lp, db, th.F1)
+        # per model the least bit score whose P-value passes each test (stats.pass_thresholds)
+        gumbel, expo = stats.gumbel_surv, stats.exp_surv
+        cache = self.__dict__.setdefault("_pass_bits", {})
+        pass_msv = _pass_bits(cache, gumbel, ev, 0, th.F1)
         host = time.perf_counter() - t0
         for lo, hi in self.msv.model_groups(batch.grp_words):
             xj, sec = self.msv(batch, lo, hi, thr_model, thr_seq)
@@ -188,7 +194,7 @@ class Cascade:
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
-            si, mi, usc = _msv_pass(xj, lo, lp, db, ev, th.F1)
+            si, mi, usc = _msv_pass(xj, lo, lp, db, ev, th.F1, pass_msv)
             ps.append(si)
             pm.append(mi)
             usc_all.append(usc)
@@ -208,15 +214,18 @@ class Cascade:
             st.pairs["bias"] += len(seq_i)
             st.cells["bias"] += int(L[seq_i].sum())
             filtersc = ((hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32) + lp.log1mp1_f32[seq_i]).astype(np.float32)
-            P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
-            keep = ~(P > th.F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
-            seq_i, mod_i, usc, filtersc, P = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep], P[keep]
+            bias_bits = stats.bits(usc, filtersc)
+            keep = stats.passes(bias_bits, mod_i, pass_msv, gumbel, ev[:, 0], ev[:, 1], th.F1)
+            seq_i, mod_i, usc, filtersc = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep]
+            bias_bits = bias_bits[keep]
             host += time.perf_counter() - t1
         else:
             filtersc = null
-            P = stats.gumbel_surv(stats.bits(usc, filtersc), ev[mod_i, 0], ev[mod_i, 1])
+            bias_bits = stats.bits(usc, filtersc)
         st.past_bias = len(seq_i)
-        run_vit = P > th.F2
+        # the Viterbi filter runs where the MSV P-value is above F2
+        run_vit = ~stats.passes(bias_bits, mod_i, _pass_bits(cache, gumbel, ev, 0, th.F2), gumbel, ev[:, 0], ev[:, 1],
+                                th.F2)
         if run_vit.any():
             xc, sec = self.viterbi(batch, seq_i[run_vit], mod_i[run_vit])
             t1 = time.perf_counter()
@@ -224,9 +233,9 @@ class Cascade:
             st.pairs["viterbi"] += int(run_vit.sum())
             st.cells["viterbi"] += int((db.M[mod_i[run_vit]].astype(np.int64) * L[seq_i[run_vit]]).sum())
             vsc = stats.viterbi_nats(xc, lp.xw_move_i16[seq_i[run_vit]], db.base_w, db.scale_w)
-            Pv = stats.gumbel_surv(stats.bits(vsc, filtersc[run_vit]), ev[mod_i[run_vit], 2], ev[mod_i[run_vit], 3])
             keep = np.ones(len(seq_i), dtype=bool)
-            keep[np.flatnonzero(run_vit)[Pv > th.F2]] = False  # (NaN passes, as in HMMER)
+            keep[run_vit] = stats.passes(stats.bits(vsc, filtersc[run_vit]), mod_i[run_vit],
+                                         _pass_bits(cache, gumbel, ev, 2, th.F2), gumbel, ev[:, 2], ev[:, 3], th.F2)
             seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
@@ -235,8 +244,8 @@ class Cascade:
         st.kernel_s["forward"] += sec
         st.pairs["forward"] += len(seq_i)
         st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
-        Pf = stats.exp_surv(stats.bits(fwd, filtersc), ev[mod_i, 4], ev[mod_i, 5])
-        keep = ~(Pf > th.F3)
+        keep = stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo, ev[:, 4],
+                            ev[:, 5], th.F3)
         st.past_fwd = int(keep.sum())
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep],
                "nullsc": lp.nullsc_nats[seq_i[keep]]}
@@ -256,13 +265,23 @@ class Cascade:
         return out, st
 
 
-def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: float):
+def _pass_bits(cache: dict, surv, ev: np.ndarray, col: int, F: float) -> np.ndarray:
+    """:func:`stats.pass_thresholds` of every model for the distribution in ``ev`` columns ``col``,
+    ``col + 1`` and threshold F, made once per Cascade (``cache``)."""
+    key = (col, F)
+    if key not in cache:
+        cache[key] = stats.pass_thresholds(surv, ev[:, col], ev[:, col + 1], F)
+    return cache[key]
+
+
+def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: float, pass_bits: np.ndarray):
     """The pairs of one MSV launch (``xj``: J(L) of models ``lo...`` x the batch's sequences, -3
     below the kernel's conservative threshold) whose P-value passes F1: int32 sequence and model
     numbers and float32 MSV scores (nats), model by model, sequences in order within a model.
 
-    The candidates are found on the flat matrix (a 2-D nonzero is several times slower) and the
-    per-model terms repeated over each model's run of candidates.
+    The candidates are found on the flat matrix (a 2-D nonzero is several times slower), the
+    per-model terms repeated over each model's run of candidates, and the P-value test is a
+    comparison with the model's least passing bit score (``pass_bits``, :func:`stats.pass_thresholds`).
     """
     n_mod, n_seq = xj.shape
     flat = np.flatnonzero(xj != -3)
@@ -270,11 +289,9 @@ def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: fl
     si = flat - np.repeat(np.arange(n_mod, dtype=np.int64) * n_seq, count)
     usc = stats.msv_nats(xj.reshape(-1)[flat], lp.tjb_u8[si], np.repeat(db.msv_params_u8[lo: lo + n_mod, 2], count),
                          db.scale_b)
-    P = stats.gumbel_surv(stats.bits(usc, lp.nullsc_nats[si]), np.repeat(ev[lo: lo + n_mod, 0], count),
-                          np.repeat(ev[lo: lo + n_mod, 1], count))
-    keep = ~(P > F1)  # HMMER drops a pair only when P > F (a NaN P-value passes)
-    return (si[keep].astype(np.int32), np.repeat(np.arange(lo, lo + n_mod, dtype=np.int32), count)[keep],
-            usc[keep])
+    mi = np.repeat(np.arange(lo, lo + n_mod, dtype=np.int32), count)
+    keep = stats.passes(stats.bits(usc, lp.nullsc_nats[si]), mi, pass_bits, stats.gumbel_surv, ev[:, 0], ev[:, 1], F1)
+    return si[keep].astype(np.int32), mi[keep], usc[keep]
 
 
 def _msv_thresholds(lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
@@ -364,7 +381,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
 
 def _exp(x: np.ndarray) -> np.ndarray:
     """exp elementwise with the C library's exp (math.exp), as HMMER's E-values use it."""
-    return np.array([math.exp(v) for v in np.asarray(x, dtype=np.float64).tolist()], dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=len(x))
 
 
 def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
@@ -409,11 +427,15 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
     seq_score, pre_score = pds.seq_score[P], pds.pre_score[P]
     bias = (pre_score.astype(np.float32) - seq_score.astype(np.float32)).astype(np.float64)
     names, descs = seqs.names, seqs.descriptions
+    mlist = m.tolist()
+    # one str object per model name and accession, shared by its hits
+    mnames, maccs, mlens = (list(map(col.__getitem__, mlist)) for col in (
+        db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
     with gc_paused():
         hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
                     no, nv, b, False, False, dl)  # FASTA targets carry no accession
                 for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, dl in zip(
-                    m.tolist(), t.tolist(), db.names[m].tolist(), db.accessions[m].tolist(), db.M[m].tolist(),
+                    mlist, t.tolist(), mnames, maccs, mlens,
                     seqs.lengths[t].tolist(), seq_score.tolist(), pre_score.tolist(), bias.tolist(), lnP.tolist(),
                     evalue.tolist(), pds.nexpected[P].tolist(), pds.nregions[P].tolist(), pds.nclustered[P].tolist(),
                     pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), dom_lists)]
@@ -456,17 +478,17 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     n = len(hits)
     if not n:
         return
-    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=n)
-    score = np.fromiter((h.score for h in hits), dtype=np.float64, count=n)
-    evalue = _exp(np.fromiter((h.lnP for h in hits), dtype=np.float64, count=n)) * Z
+    model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=n)
+    score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
+    evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
     if not th.cut:
         rep = _passes(score, evalue, th.T, th.E)
         inc = rep & _passes(score, evalue, th.incT, th.incE)
         for h, r, i, e in zip(hits, rep.tolist(), inc.tolist(), evalue.tolist()):
             h.reported, h.included, h.evalue = r, i, e
     else:
-        rep = np.fromiter((h.reported for h in hits), dtype=bool, count=n)
-        inc = np.fromiter((h.included for h in hits), dtype=bool, count=n)
+        rep = np.fromiter(map(attrgetter("reported"), hits), dtype=bool, count=n)
+        inc = np.fromiter(map(attrgetter("included"), hits), dtype=bool, count=n)
         for h, e in zip(hits, evalue.tolist()):
             h.evalue = e
     if th.domZ is not None:
@@ -474,13 +496,14 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     else:
         _, group = np.unique(model, return_inverse=True)
         domZ = np.bincount(group, weights=rep.astype(np.float64))[group]
-    nd = np.fromiter((len(h.domains) for h in hits), dtype=np.int64, count=n)
-    doms = [d for h in hits for d in h.domains]
+    dom_lists = list(map(attrgetter("domains"), hits))
+    nd = np.fromiter(map(len, dom_lists), dtype=np.int64, count=n)
+    doms = list(chain.from_iterable(dom_lists))
     dh = np.repeat(np.arange(n), nd)
-    e = _exp(np.fromiter((d.lnP for d in doms), dtype=np.float64, count=len(doms)))
+    e = _exp(np.fromiter(map(attrgetter("lnP"), doms), dtype=np.float64, count=len(doms)))
     c_evalue, i_evalue = e * domZ[dh], e * Z
     if not th.cut:
-        dscore = np.fromiter((d.score for d in doms), dtype=np.float64, count=len(doms))
+        dscore = np.fromiter(map(attrgetter("score"), doms), dtype=np.float64, count=len(doms))
         drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
         dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
         for d, ce, ie, r, i in zip(doms, c_evalue.tolist(), i_evalue.tolist(), drep.tolist(), dinc.tolist()):
@@ -488,14 +511,15 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     else:
         for d, ce, ie in zip(doms, c_evalue.tolist(), i_evalue.tolist()):
             d.c_evalue, d.i_evalue = ce, ie
-    for h in hits:
-        if h.noverlaps:  # workaround_bug_h74: hide duplicate alignments from one cluster
-            for a in range(len(h.domains)):
-                for b in range(a + 1, len(h.domains)):
-                    d1, d2 = h.domains[a], h.domains[b]
-                    if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
-                        drop = d2 if d1.score >= d2.score else d1
-                        drop.reported = drop.included = False
+    overlapping = np.fromiter(map(attrgetter("noverlaps"), hits), dtype=np.int64, count=n)
+    for t in np.flatnonzero(overlapping).tolist():  # workaround_bug_h74: hide duplicate alignments from one cluster
+        ds = dom_lists[t]
+        for a in range(len(ds)):
+            for b in range(a + 1, len(ds)):
+                d1, d2 = ds[a], ds[b]
+                if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
+                    drop = d2 if d1.score >= d2.score else d1
+                    drop.reported = drop.included = False
 
 
 def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
@@ -503,4 +527,4 @@ def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
     from .output import hit_order
 
     inc_by_E = th.cut is None and th.incT is None
-    return [hits[i] for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()]
+    return list(map(hits.__getitem__, hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()))

@@ -29,6 +29,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -698,17 +700,29 @@ class EnvelopeJobs:
         return len(self.pair)
 
 
+def _flat_regions(regions: list) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair its number of regions, and all regions as rows ``(i, j, is_multidomain)``, pair after pair."""
+    nreg = np.fromiter(map(len, regions), dtype=np.int64, count=len(regions))
+    reg = np.fromiter(chain.from_iterable(chain.from_iterable(regions)), dtype=np.int64, count=3 * int(nreg.sum()))
+    return nreg, reg.reshape(-1, 3)
+
+
 def envelope_jobs(regions: list, ensemble_out: dict) -> EnvelopeJobs:
     """The envelopes to rescore: each single-domain region as is, each multi-domain region's clusters."""
-    rows = []
-    for p, regs in enumerate(regions):
-        for r, (i, j, multi) in enumerate(regs):
-            if multi:
-                rows.extend((p, r, i2, j2, 1) for i2, j2 in ensemble_out[(p, r)][1])
-            else:
-                rows.append((p, r, i, j, 0))
-    a = np.array(rows, dtype=np.int64).reshape(-1, 5)
-    return EnvelopeJobs(pair=a[:, 0], region=a[:, 1], i=a[:, 2], j=a[:, 3], clustered=a[:, 4].astype(bool))
+    nreg, reg = _flat_regions(regions)
+    pair = np.repeat(np.arange(len(regions), dtype=np.int64), nreg)
+    region = np.arange(len(reg), dtype=np.int64) - np.repeat(_starts(nreg), nreg)
+    multi = np.flatnonzero(reg[:, 2])
+    rows = np.ones(len(reg), dtype=np.int64)  # jobs per region: one, or its clusters
+    clusters = [ensemble_out[key][1] for key in zip(pair[multi].tolist(), region[multi].tolist())]
+    rows[multi] = np.fromiter(map(len, clusters), dtype=np.int64, count=len(clusters))
+    src = np.repeat(np.arange(len(reg), dtype=np.int64), rows)  # each job's region
+    i, j, clustered = reg[src, 0], reg[src, 1], reg[src, 2].astype(bool)
+    if clustered.any():
+        ij = np.fromiter(chain.from_iterable(chain.from_iterable(clusters)), dtype=np.int64,
+                         count=2 * int(clustered.sum())).reshape(-1, 2)
+        i[clustered], j[clustered] = ij[:, 0], ij[:, 1]
+    return EnvelopeJobs(pair=pair[src], region=region[src], i=i, j=j, clustered=clustered)
 
 
 class DisplayTables:
@@ -818,7 +832,7 @@ def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
     address space, not memory).
     """
     n = len(res)
-    tlen = np.fromiter((len(r["st"]) for r in res), dtype=np.int64, count=n)
+    tlen = np.fromiter(map(len, map(itemgetter("st"), res)), dtype=np.int64, count=n)
     cap = int(tlen.sum())
     out = (np.empty(cap, dtype=np.uint8), np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.int32),
            np.empty(cap, dtype=F32))
@@ -827,7 +841,7 @@ def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
     at = 0
     for a, b in _blocks(tlen, chunk):
         part = res[a:b]
-        st = np.concatenate([r["st"] for r in part])
+        st = np.concatenate(list(map(itemgetter("st"), part)))
         start = _starts(tlen[a:b])
         good, z1, z2 = _oa_segments(st, start, start + tlen[a:b])
         ok[a:b] = good
@@ -839,7 +853,7 @@ def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
         m = int(ncol[a:b].sum())
         out[0][at: at + m] = st[shown]
         for arr, key in zip(out[1:], ("k", "i", "pp")):
-            arr[at: at + m] = np.concatenate([r[key] for r in part])[shown]
+            arr[at: at + m] = np.concatenate(list(map(itemgetter(key), part)))[shown]
         at += m
     return ok, ncol, tuple(arr[:at] for arr in out)
 
@@ -990,9 +1004,7 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     """
     n = len(pair_seq)
     tables = display_tables(db)
-    nreg = np.array([len(r) for r in regions], dtype=np.int64)
-    flat_regions = [x for regs in regions for x in regs]
-    reg = np.array(flat_regions, dtype=np.int64).reshape(-1, 3)  # i, j, multi-domain
+    nreg, reg = _flat_regions(regions)  # reg: i, j, multi-domain
     reg_pair = np.repeat(np.arange(n), nreg)
     reg_first = _starts(nreg)  # flat index of each pair's first region
     nclustered = np.bincount(reg_pair, weights=reg[:, 2], minlength=n).astype(np.int64)
@@ -1000,12 +1012,11 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     nenvelopes = np.bincount(jobs.pair, minlength=n).astype(np.int64)
 
     # envelope kernel results of the jobs that have one
-    valid = np.fromiter((r is not None for r in env), dtype=bool, count=J)
-    vj = np.flatnonzero(valid)
-    res = [env[t] for t in vj]
+    vj = np.flatnonzero(np.array([r is not None for r in env], dtype=bool).reshape(J))
+    res = [r for r in env if r is not None]
     nv = len(res)
-    envsc = np.fromiter((r["envsc"] for r in res), dtype=np.float64, count=nv)
-    oasc = np.fromiter((r["oasc"] for r in res), dtype=np.float64, count=nv)
+    envsc = np.fromiter(map(itemgetter("envsc"), res), dtype=np.float64, count=nv)
+    oasc = np.fromiter(map(itemgetter("oasc"), res), dtype=np.float64, count=nv)
     ok, ncol, cols = _displayed_columns(res)
 
     # kept domains (an envelope with a displayable alignment), in job order
@@ -1049,7 +1060,8 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     sj = vj[single]
     s_pair, s_len = jobs.pair[sj], jobs.j[sj] - jobs.i[sj] + 1
     with np.errstate(divide="ignore"):  # logf of each envelope's KP odds, then looked up per residue
-        logodds = np.log(null2_odds_rows(np.array([res[t]["null2"] for t in single], dtype=F32).reshape(-1, 20)))
+        odds = null2_odds_rows(np.array([res[t]["null2"] for t in single.tolist()], dtype=F32).reshape(-1, 20))
+        logodds = np.log(odds)
     logodds = logodds.reshape(-1)
     src_start = seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1  # residues of each envelope
     shift = span_off[s_pair] + jobs.i[sj] - span_lo[s_pair] - src_start  # residue index -> n2sc index

@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -100,17 +101,27 @@ def hit_order(hits, *, inc_by_E: bool = True, by_model: bool = False) -> np.ndar
     n = len(hits)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    primary = np.fromiter((h.lnP if inc_by_E else -h.score for h in hits), dtype=np.float64, count=n)
-    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=n) if by_model else np.zeros(n, np.int64)
+    if inc_by_E:
+        primary = np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)
+    else:
+        primary = -np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
+    model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=n) if by_model else np.zeros(n, np.int64)
     if np.isnan(primary).any():  # no total order: sort as Python does, tuples of the keys
         keys = [(int(m), _sort_key(h, inc_by_E)) for m, h in zip(model.tolist(), hits)]
         return np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
-    first = [h.domains[0].alignment if h.domains else None for h in hits]
-    iali = np.fromiter((a.ali_from if a is not None else 0 for a in first), dtype=np.int64, count=n)
-    jali = np.fromiter((a.ali_to if a is not None else 0 for a in first), dtype=np.int64, count=n)
-    _, name_rank = np.unique(np.array([h.target_name for h in hits], dtype=str), return_inverse=True)
-    target = np.fromiter((h.target for h in hits), dtype=np.int64, count=n)
-    return np.lexsort((target, iali, (iali >= jali).astype(np.int64), name_rank.reshape(-1), primary, model))
+    doms = list(map(attrgetter("domains"), hits))
+    has = np.fromiter(map(bool, doms), dtype=bool, count=n)
+    first = [d[0].alignment for d in doms if d]
+    iali = np.zeros(n, dtype=np.int64)
+    jali = np.zeros(n, dtype=np.int64)
+    iali[has] = np.fromiter(map(attrgetter("ali_from"), first), dtype=np.int64, count=len(first))
+    jali[has] = np.fromiter(map(attrgetter("ali_to"), first), dtype=np.int64, count=len(first))
+    # target names ranked in code point order (strcmp's order for the names FASTA files hold)
+    names = list(map(attrgetter("target_name"), hits))
+    rank = {name: r for r, name in enumerate(sorted(set(names)))}
+    name_rank = np.fromiter(map(rank.__getitem__, names), dtype=np.int64, count=n)
+    target = np.fromiter(map(attrgetter("target"), hits), dtype=np.int64, count=n)
+    return np.lexsort((target, iali, (iali >= jali).astype(np.int64), name_rank, primary, model))
 
 
 def write_tblout(path, hits, *, Z: float, queries=None, inc_by_E: bool = True, query_file: str | None = None,

@@ -92,12 +92,13 @@ _LOGF_LOGC = np.array([float.fromhex(h) for h in (
 _LOGF_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
 _LOGF_A0, _LOGF_A1, _LOGF_A2 = (float.fromhex(h) for h in (
     "-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2"))
-#: a value whose double result lies within this fraction of itself from a float rounding boundary
-#: goes to the C function.  The double steps above round at most a few times by 2^-53 of the
-#: largest term (k ln2, log c, r, all below 2^6 |y| away from x = 1 and exact or below |y| near it),
-#: whether or not the C library fuses multiply-adds, so they differ from the C function's by less
-#: than 2^-43 |y|; the margin is 128 times that.
-LOGF_MARGIN = 2.0 ** -36
+#: a value whose double result lies within this many units in its last place (2^-36 to 2^-35 of
+#: |y|) of a float rounding boundary goes to the C function.  The double steps above round at most
+#: a few times by 2^-53 of the largest term (k ln2, log c, r: all below 2^6 |y| away from x = 1,
+#: exact or below |y| near it), whether or not the C library fuses multiply-adds, so they differ
+#: from the C function's by less than 2^-43 |y|: the margin is over 100 times that.
+LOGF_MARGIN_ULPS = 1 << 17
+_LOGF_CHUNK = 1 << 15  #: values per step of logf_array (its double temporaries stay in cache)
 #: floats whose glibc logf is not the correctly rounded log (about 1 in 5,000 are not): the self-check
 #: includes them, so it fails for a library that rounds differently
 _LOGF_DIFFER = (
@@ -129,27 +130,25 @@ def _logf_double(bits: np.ndarray) -> np.ndarray:
     return y
 
 
-def _logf_vector(x: np.ndarray, margin: float) -> np.ndarray:
-    """:func:`logf_array` by glibc's double steps; the C function for special values and for results
-    within ``margin * |y|`` of a float rounding boundary."""
+def _logf_vector(x: np.ndarray, margin_ulps: int = LOGF_MARGIN_ULPS) -> np.ndarray:
+    """:func:`logf_array` of at most a few chunks by glibc's double steps; the C function for special
+    values and for results within ``margin_ulps`` (of the double) of a float rounding boundary."""
     x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
     bits = x.view(np.uint32)
     special = (bits - np.uint32(0x00800000)) >= np.uint32(0x7F800000 - 0x00800000)  # <= 0, subnormal, inf, nan
-    out = np.empty(len(x), dtype=np.float32)
     normal = np.flatnonzero(~special) if special.any() else None
-    b = bits if normal is None else bits[normal]
-    y = _logf_double(b)
-    f = y.astype(np.float32)
-    fd = f.astype(np.float64)
-    # the neighbour of f on y's side; y rounds to f unless it passed their midpoint
-    side = np.where(y >= fd, np.float32(np.inf), np.float32(-np.inf))
-    mid = (fd + np.nextafter(f, side).astype(np.float64)) * 0.5
-    risky = np.abs(mid - y) <= margin * np.abs(y)
+    y = _logf_double(bits if normal is None else bits[normal])
+    # rounding to float drops the double's low 29 bits (a nonzero |y| is at least 2^-24: a normal
+    # float); the rounding boundary is where they are 2^28
+    low = (y.view(np.uint64) & np.uint64((1 << 29) - 1)).view(np.int64)
+    low -= 1 << 28
+    risky = np.flatnonzero(np.abs(low) < margin_ulps)
+    out = np.empty(len(x), dtype=np.float32)
     if normal is None:
-        out[:] = f
-        todo = np.flatnonzero(risky)
+        out[:] = y
+        todo = risky
     else:
-        out[normal] = f
+        out[normal] = y
         todo = np.concatenate([normal[risky], np.flatnonzero(special)])
     for t in todo.tolist():
         out[t] = _logf(x[t])
@@ -167,7 +166,7 @@ def _logf_self_check() -> bool:
                 np.geomspace(1e-30, 1e30, 3001, dtype=np.float64).astype(np.float32),
                 (np.float32(1.0) + np.arange(-2048, 2048, dtype=np.float32) * np.float32(2.0 ** -20)),
                 np.array([float.fromhex(h) for h in _LOGF_DIFFER], dtype=np.float32)])
-            ok = bool(np.array_equal(_logf_vector(probe, margin=0.0).view(np.uint32),
+            ok = bool(np.array_equal(_logf_vector(probe, margin_ulps=0).view(np.uint32),
                                      np.array([_logf(v) for v in probe], dtype=np.float32).view(np.uint32)))
         _LOGF_CHECKED.append(ok)
     return _LOGF_CHECKED[0]
@@ -178,13 +177,16 @@ def logf_array(values: np.ndarray) -> np.ndarray:
 
     Vectorised: glibc's own double-precision steps in numpy, with the C function called only for
     special values (zero, negative, subnormal, inf, NaN) and for the few results that lie within
-    :data:`LOGF_MARGIN` of a float rounding boundary, where a fused multiply-add could tip them.
+    :data:`LOGF_MARGIN_ULPS` of a float rounding boundary, where a fused multiply-add could tip them.
     If the C library's logf is not glibc's (checked once on a spread of values), every distinct
     value goes to the C function.
     """
     x = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
     if _logf_self_check():
-        return _logf_vector(x, LOGF_MARGIN)
+        out = np.empty(len(x), dtype=np.float32)
+        for a in range(0, len(x), _LOGF_CHUNK):
+            out[a: a + _LOGF_CHUNK] = _logf_vector(x[a: a + _LOGF_CHUNK])
+        return out
     uniq, inverse = np.unique(x.view(np.uint32), return_inverse=True)
     logs = np.array([_logf(v) for v in uniq.view(np.float32)], dtype=np.float32)
     return logs[inverse.reshape(-1)]

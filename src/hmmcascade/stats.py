@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "LOG2", "msv_nats", "viterbi_nats", "bits", "gumbel_surv", "exp_surv", "exp_logsurv",
+    "LOG2", "msv_nats", "viterbi_nats", "bits", "gumbel_surv", "exp_surv", "exp_logsurv", "pass_thresholds",
+    "passes",
 ]
 
 LOG2 = 0.69314718055994529  #: eslCONST_LOG2
@@ -76,3 +77,75 @@ def exp_logsurv(x: np.ndarray, tau: np.ndarray, lam: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     tau = np.asarray(tau, dtype=np.float64)
     return np.where(x < tau, 0.0, -np.asarray(lam, dtype=np.float64) * (x - tau))
+
+
+def _f32_from_key(key: np.ndarray) -> np.ndarray:
+    """float32 values from their order keys (bits for x >= 0, minus the magnitude's bits below 0)."""
+    key = np.asarray(key, dtype=np.int64)
+    bits = np.where(key >= 0, key, (-key) | 0x80000000)
+    return bits.astype(np.uint32).view(f32)
+
+
+_KEY_INF = 0x7F800000  #: order key of +inf (-inf: minus it)
+
+
+def pass_thresholds(surv, loc: np.ndarray, lam: np.ndarray, F: float, window: int = 64) -> np.ndarray:
+    """Per distribution, the least float32 bit score that passes a P-value threshold.
+
+    HMMER drops a pair when ``P > F`` (:func:`gumbel_surv` or :func:`exp_surv` of its float bit
+    score).  P falls as the score rises, so with ``thr`` from here a score ``x`` that is not NaN
+    passes exactly when ``x >= thr``: one comparison instead of two exponentials per pair.
+
+    ``thr`` is found by bisection over the float32 values, then checked on the ``window`` values
+    either side: ``surv`` must be above F on every one below it and not above F on it and every
+    one above, and at the window's two ends differ from F by more than ``1e-14 + 1e-8 F``.  A double
+    P-value (at most 1, from exponentials of arguments below 750) is off by less than 1e-15 +
+    2e-13 P, so beyond the window the exact P, monotone, keeps every score on its side of F.  Where
+    the check fails (F >= 1, missing or unusual parameters, a threshold within ~1e-3 of 0 where 64
+    floats are too close together) ``thr`` is NaN and the caller computes the P-values
+    (:func:`passes`).
+
+    Arguments:
+        surv: ``surv(x, loc, lam)`` as :func:`gumbel_surv` or :func:`exp_surv`.
+        loc, lam: per distribution (mu or tau, lambda).
+        F: the threshold.
+
+    Returns:
+        float32 per distribution.
+    """
+    loc = np.asarray(loc, dtype=np.float64).reshape(-1)
+    lam = np.asarray(lam, dtype=np.float64).reshape(-1)
+    n = len(loc)
+
+    def fails(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        reps = keys.shape[1] if keys.ndim == 2 else 1
+        P = surv(_f32_from_key(keys.reshape(-1)), np.repeat(loc, reps), np.repeat(lam, reps)).reshape(keys.shape)
+        return P > F, P
+
+    lo, hi = np.full(n, -_KEY_INF, dtype=np.int64), np.full(n, _KEY_INF, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        ok = fails(lo)[0] & ~fails(hi)[0]  # fails at -inf, passes at +inf
+        while (hi - lo > 1).any():  # invariant: fails at lo, not at hi
+            mid = (lo + hi) // 2
+            f = fails(mid)[0]
+            lo, hi = np.where(f, mid, lo), np.where(f, hi, mid)
+        keys = np.clip(hi[:, None] + np.arange(-window, window + 1), -_KEY_INF, _KEY_INF)
+        f, P = fails(keys)
+        tol = 1e-14 + 1e-8 * F
+        ok &= f[:, :window].all(axis=1) & ~f[:, window:].any(axis=1) & (P[:, 0] > F + tol) & (P[:, -1] < F - tol)
+    return np.where(ok, _f32_from_key(hi), f32(np.nan)).astype(f32)
+
+
+def passes(x: np.ndarray, model: np.ndarray, thr: np.ndarray, surv, loc: np.ndarray, lam: np.ndarray,
+           F: float) -> np.ndarray:
+    """``~(surv(x, loc[model], lam[model]) > F)`` per pair (a NaN P-value passes), by
+    :func:`pass_thresholds`' ``thr`` (``thr``, ``loc``, ``lam`` per model; ``x``, ``model`` per pair);
+    P-values are computed only for the models whose ``thr`` is NaN."""
+    x = np.asarray(x, dtype=f32)
+    t = thr[model]
+    keep = ~(x < t)
+    exact = np.flatnonzero(np.isnan(t))
+    if len(exact):
+        m = model[exact]
+        keep[exact] = ~(surv(x[exact], loc[m], lam[m]) > F)
+    return keep
