@@ -21,7 +21,7 @@ import pytest
 from hmmcascade import cascade, domains, output, stats
 from hmmcascade.domains import (AMINO, F32, LOG2, LOG_OMEGA, ST_B, ST_D, ST_E, ST_I, ST_M, PairDomains,
                                 PairDomainsBatch, encode_pp, flogsum)
-from hmmcascade.profiles import KP
+from hmmcascade.profiles import KP, _logf
 from hmmcascade.results import Alignment, AlignmentLines, Domain, Hit, hit_to_dict, load_hits, save_hits
 
 
@@ -181,8 +181,8 @@ def _ref_block(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nex
                 continue
             if not done:
                 odds = _ref_null2_odds(res["null2"])
-                with np.errstate(divide="ignore"):
-                    n2sc[i: j + 1] = np.log(odds[dsq[i - 1: j]].astype(F32)).astype(F32)
+                # the C library's logf, one call per residue (HMMER's null2 scores)
+                n2sc[i: j + 1] = [_logf(v) for v in odds[dsq[i - 1: j]].astype(F32)]
             corr = np.add.accumulate(n2sc[i: j + 1], dtype=F32)[-1]
             ali = _ref_alignment(db, res, i, mdl, dsq, Lseq)
             if ali is None:

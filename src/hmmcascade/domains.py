@@ -37,7 +37,7 @@ import numpy as np
 from . import stats
 from .device import Device, _cl
 from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch
-from .profiles import KP, ProfileDB
+from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, gc_paused
 
 __all__ = ["DomainEngine", "PairDomains", "PairDomainsBatch", "flogsum", "encode_pp"]
@@ -1059,10 +1059,9 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     single = np.flatnonzero(~jobs.clustered[vj] & has[jobs.pair[vj]])  # into the valid jobs
     sj = vj[single]
     s_pair, s_len = jobs.pair[sj], jobs.j[sj] - jobs.i[sj] + 1
-    with np.errstate(divide="ignore"):  # logf of each envelope's KP odds, then looked up per residue
-        odds = null2_odds_rows(np.array([res[t]["null2"] for t in single.tolist()], dtype=F32).reshape(-1, 20))
-        logodds = np.log(odds)
-    logodds = logodds.reshape(-1)
+    # logf (the C library's, as HMMER) of each envelope's KP odds, then looked up per residue
+    odds = null2_odds_rows(np.array([res[t]["null2"] for t in single.tolist()], dtype=F32).reshape(-1, 20))
+    logodds = logf_array(odds)
     src_start = seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1  # residues of each envelope
     shift = span_off[s_pair] + jobs.i[sj] - span_lo[s_pair] - src_start  # residue index -> n2sc index
     for a, b in _blocks(s_len):

@@ -61,7 +61,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .profiles import _logf  # glibc logf, as HMMER
+from .profiles import logf_array  # glibc logf, as HMMER
 
 __all__ = [
     "Cluster", "EaselRandom", "ModelTables", "RegionForward", "SegmentPair", "SpEnsemble", "Trace", "TraceDomain",
@@ -779,6 +779,6 @@ def region_trace_ensemble(fwd: RegionForward, model: ModelTables, dsq: np.ndarra
         n2sc[pos:] += one
 
     mean = n2sc[1:] / f32(nsamples)
-    n2sc_nats = np.array([_logf(v) for v in mean], dtype=f32)
+    n2sc_nats = logf_array(mean)
     clusters = remove_dominated(sp.cluster())
     return n2sc_nats, [(c.i, c.j) for c in clusters]
