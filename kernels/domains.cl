@@ -706,3 +706,530 @@ __kernel void envelope(
 #undef FROW
 #undef BROW
 }
+
+
+/* ---------------------------------------------------------------------------------------------
+ * envelope_wg: the envelope kernel's full mode (mode & 1) with a work-group per job.
+ *
+ * The same results as `envelope`, bit for bit: every cell is the same float expression of the
+ * same operands (FP_CONTRACT is off, so a product stored and added later rounds as when it is
+ * added at once), and every order-dependent sum or chain (the D->D chains, the E and B lane
+ * sums, the null2 column and lane sums) is taken in the same order as there.  What is
+ * independent across the nodes of a row (M and I cells, decoding, the column sums) is spread
+ * over the group's work-items, word q (4 nodes) to work-item q mod G, so a warp reads and
+ * writes consecutive words; what is a chain across the nodes of a row is walked by work-item 0
+ * from operands the others left in local memory:
+ *   Forward   D(k) = M(k-1) tMD(k-1) + D(k-1) tDD(k-1), the lane sums of M and D (xE);
+ *   Backward  D(k) = M'(k+1) tDM(k+1) + (D(k+1) tDD(k) + xE), M(k) = ... + D(k+1) tMD(k), the
+ *             lane sums of the next B; rows L and 0 whole;
+ *   OA        D(k) = max(masked M(k-1), masked D(k-1)) and the row's maximum xE;
+ * and the specials.  The OA traceback is work-item 0's walk, as in `envelope`.
+ *
+ * Scratch: the full layout of `envelope` with ws = 1 (each job's rows contiguous at
+ * scr + scr_off[job]).  Local memory: lw, 3 W + 8 floats for the launch's largest W.
+ * Job = the group number, reversed (largest jobs, sorted last, start first).
+ * --------------------------------------------------------------------------------------------- */
+#define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+
+__kernel void envelope_wg(
+    __global const uchar *dsq, __global const long *seq_off,
+    __global const int *job_seq, __global const int *job_model,
+    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
+    const int n_jobs, const int mode,
+    __global const float *msc, __global const long *msc_off,
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
+    __global float *scr, __global const long *scr_off,
+    __global float *null2, __global const long *null2_off,
+    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
+    __global float4 *info, __local float *lw)
+{
+    const int j = (int) (get_num_groups(0) - 1 - get_group_id(0));
+    if (j >= n_jobs) return;   /* the whole group */
+    const int lid = (int) get_local_id(0), G = (int) get_local_size(0);
+    const int s = job_seq[j], m = job_model[j];
+    const int M = model_M[m];
+    const int W = (M + 3) / 4 * 4;
+    const int Q4 = W >> 2;
+    const int Q = max(2, (M - 1) / 4 + 1);
+    const int Ld = job_len[j];
+    __global const uchar *x = dsq + seq_off[s] + (job_i[j] - 1);
+    __global const float *e = msc + msc_off[m] * 4;
+    __global const float *t = tsc + tsc_off[m] * 4;
+    __global const float4 *t4 = (__global const float4 *) t;
+    const float4 xfm = job_xfm[j];
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    __global float *p = scr + scr_off[j];
+    const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;
+    const int R = 6 * W + 24;
+    const long B0 = 3 * W, fx0 = 6 * W, bx0 = fx0 + NX, px0 = bx0 + NX, ox0 = px0 + NX;
+    __local float *la = lw, *lb = lw + W, *lc = lw + 2 * W, *bc = lw + 3 * W;
+#define FC(i, st, k) p[(long) (i) * R + (st) * W + (k) - 1]
+#define BC(i, st, k) p[(long) (i) * R + B0 + (st) * W + (k) - 1]
+#define FX(i, c) p[(long) (i) * R + fx0 + (c)]
+#define BX(i, c) p[(long) (i) * R + bx0 + (c)]
+#define PX(i, c) p[(long) (i) * R + px0 + (c)]
+#define OX(i, c) p[(long) (i) * R + ox0 + (c)]
+#define FROW(i) ((__global float4 *) (p + (long) (i) * R))
+#define BROW(i) ((__global float4 *) (p + (long) (i) * R + B0))
+#define LW4(a, q) (*(__local float4 *) ((a) + 4 * (q)))
+
+    /* ---- Forward (forward_pass with full rows) ---- */
+    {
+        __global float4 *r0 = FROW(0);
+        for (int q = lid; q < 3 * Q4; q += G) r0[q] = (float4) (0.0f);
+    }
+    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f, xB = nmove, totscale = 0.0f;
+    if (lid == 0) {
+        FX(0, XE) = 0.0f; FX(0, XN) = 1.0f; FX(0, XJ) = 0.0f; FX(0, XB) = xB; FX(0, XC) = 0.0f;
+        FX(0, XSCALE) = 1.0f;
+    }
+    WG_SYNC();
+    for (int i = 1; i <= Ld; i++) {
+        __global float4 *prv = FROW(i - 1);
+        __global float4 *cur = FROW(i);
+        __global const float *er = e + (int) x[i - 1] * exs;
+        for (int q = lid; q < Q4; q += G) {   /* M and I cells; M(k) tMD(k) and M(k) for work-item 0 */
+            const float4 om = prv[q], oi = prv[Q4 + q], od = prv[2 * Q4 + q];
+            float mp = 0.0f, ip = 0.0f, dp = 0.0f;   /* row i-1, node 4q (the previous word's last) */
+            if (q > 0) { mp = prv[q - 1].w; ip = prv[Q4 + q - 1].w; dp = prv[2 * Q4 + q - 1].w; }
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
+            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II];
+            const float4 e4 = *(__global const float4 *) (er + q * ews);
+            const float4 pm = (float4) (mp, om.x, om.y, om.z);
+            const float4 pi = (float4) (ip, oi.x, oi.y, oi.z);
+            const float4 pd = (float4) (dp, od.x, od.y, od.z);
+            float4 sv = xB * tBM;
+            sv = sv + pm * tMM;
+            sv = sv + pi * tIM;
+            sv = sv + pd * tDM;
+            sv = sv * e4;
+            cur[q] = sv;
+            cur[Q4 + q] = om * tMI + oi * tII;
+            LW4(la, q) = sv * tMD;
+            LW4(lb, q) = sv;
+        }
+        WG_SYNC();
+        if (lid == 0) {   /* the D chain and the lane sums, in node order */
+            float dcur = 0.0f, a = 0.0f, tdd = 0.0f;
+            float4 lm = (float4) (0.0f), ld = (float4) (0.0f);
+            for (int q = 0; q < Q4; q++) {
+                const float4 tDD = t4[q * 8 + T_DD];
+                const float4 a4 = LW4(la, q), s4 = LW4(lb, q);
+                float4 dv;
+                dv.x = a + dcur * tdd; dcur = dv.x; a = a4.x; tdd = tDD.x;
+                dv.y = a + dcur * tdd; dcur = dv.y; a = a4.y; tdd = tDD.y;
+                dv.z = a + dcur * tdd; dcur = dv.z; a = a4.z; tdd = tDD.z;
+                dv.w = a + dcur * tdd; dcur = dv.w; a = a4.w; tdd = tDD.w;
+                lm = lm + s4; ld = ld + dv;
+                LW4(lc, q) = dv;
+            }
+            xE = ((lm.x + lm.y) + (lm.z + lm.w)) + ((ld.x + ld.y) + (ld.z + ld.w));
+            xN = xN * nloop;
+            xC = xC * nloop + xE * emove;
+            xJ = xJ * nloop + xE * eloop;
+            xB = xJ * nmove + xN * nmove;
+            float sc = 1.0f;
+            if (xE > 1.0e4f) {
+                xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
+                sc = xE;
+                totscale = totscale + LOG_AS_HMMER(xE);
+                xE = 1.0f;
+            }
+            FX(i, XSCALE) = sc;
+            FX(i, XE) = xE; FX(i, XN) = xN; FX(i, XJ) = xJ; FX(i, XB) = xB; FX(i, XC) = xC;
+            bc[0] = xB; bc[1] = sc;
+        }
+        WG_SYNC();
+        xB = bc[0];
+        const float sc = bc[1];
+        if (sc != 1.0f) {   /* sparse rescaling, as HMMER: cells * (1/xE) */
+            const float sr = inv_as_hmmer(sc);
+            for (int q = lid; q < Q4; q += G) {
+                cur[q] = cur[q] * sr; cur[Q4 + q] = cur[Q4 + q] * sr; cur[2 * Q4 + q] = LW4(lc, q) * sr;
+            }
+        } else {
+            for (int q = lid; q < Q4; q += G) cur[2 * Q4 + q] = LW4(lc, q);
+        }
+        WG_SYNC();
+    }
+    /* the envelope score (work-item 0's) kept in local memory: PoCL 3.1 otherwise hands the
+     * final region another work-item's copy of a value computed before the barriers below */
+    if (lid == 0) bc[4] = totscale + LOG_AS_HMMER(xC * nmove);
+
+    /* ---- Backward (backward_pass with full rows) ---- */
+    int own = 0;
+    xJ = 0.0f; xB = 0.0f; xN = 0.0f; xC = nmove; xE = xC * emove;
+    float4 xbn = (float4) (0.0f);   /* work-item 0: lane sums of the next row's B */
+    if (lid == 0) {   /* row L, whole */
+        const float sc = FX(Ld, XSCALE);
+        const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
+        const int up = (Ld >= 2);
+        __global float4 *cur = BROW(Ld);
+        __global const float *en = e + (int) x[up ? Ld - 1 : 0] * exs;
+        float dnext = 0.0f;
+        for (int q = Q4 - 1; q >= 0; q--) {
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMD = tq[T_MD], tDD = tq[T_DD];
+            const float4 en4 = *(__global const float4 *) (en + q * ews);
+            float4 m4, d4;
+            BCK_LAST_NODE(w) BCK_LAST_NODE(z) BCK_LAST_NODE(y) BCK_LAST_NODE(x)
+            cur[q] = m4; cur[Q4 + q] = (float4) (0.0f); cur[2 * Q4 + q] = d4;
+        }
+        if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc; }
+        BX(Ld, XSCALE) = sc;
+        BX(Ld, XE) = xE; BX(Ld, XN) = xN; BX(Ld, XJ) = xJ; BX(Ld, XB) = xB; BX(Ld, XC) = xC;
+    }
+    WG_SYNC();
+    for (int i = Ld - 1; i >= 1; i--) {
+        const int up = (i >= 2);
+        if (lid == 0) {   /* the row's specials before its cells, as backward_pass */
+            xB = (xbn.x + xbn.y) + (xbn.z + xbn.w);
+            xbn = (float4) (0.0f);
+            xC = xC * nloop;
+            xJ = (xB * nmove) + (xJ * nloop);
+            xN = (xB * nmove) + (xN * nloop);
+            xE = (xC * emove) + (xJ * eloop);
+            if (xB > 1.0e16f) own = 1;
+            const float sc = own ? ((xB > 1.0e4f) ? xB : 1.0f) : FX(i, XSCALE);
+            bc[0] = xE; bc[1] = sc;
+        }
+        WG_SYNC();
+        const float xEr = bc[0], sc = bc[1];
+        const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
+        __global float4 *nxt = BROW(i + 1);
+        __global float4 *cur = BROW(i);
+        __global const float *ex = e + (int) x[i] * exs;                    /* x_{i+1} */
+        __global const float *en = e + (int) x[up ? i - 1 : 0] * exs;       /* x_i, for B(i-1) */
+        for (int q = lid; q < Q4; q += G) {   /* I cells; the M and D cells' parts before the chain */
+            const float4 nm4 = nxt[q], ni4 = nxt[Q4 + q];
+            const float4 mpk = nm4 * *(__global const float4 *) (ex + q * ews);   /* M(i+1,k) e(x_{i+1},k) */
+            float mpn = 0.0f, tIMn = 0.0f, tDMn = 0.0f, tMMn = 0.0f;              /* node 4q+5 */
+            if (q + 1 < Q4) {
+                mpn = nxt[q + 1].x * (ex + (q + 1) * ews)[0];
+                __global const float4 *tn = t4 + (q + 1) * 8;
+                tIMn = tn[T_IM].x; tDMn = tn[T_DM].x; tMMn = tn[T_MM].x;
+            }
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM], tMI = tq[T_MI], tII = tq[T_II];
+            const float4 mpv = (float4) (mpk.y, mpk.z, mpk.w, mpn);        /* node k+1's M(i+1) e */
+            const float4 tim = (float4) (tIM.y, tIM.z, tIM.w, tIMn);
+            const float4 tdm = (float4) (tDM.y, tDM.z, tDM.w, tDMn);
+            const float4 tmm = (float4) (tMM.y, tMM.z, tMM.w, tMMn);
+            float4 iv = ni4 * tII + mpv * tim;
+            float4 pv = ni4 * tMI + mpv * tmm;
+            pv = pv + xEr;
+            iv = iv * s;
+            const int k0 = 4 * q + 1;
+            if (k0 + 1 > M) iv.y = 0.0f;
+            if (k0 + 2 > M) iv.z = 0.0f;
+            if (k0 + 3 > M) iv.w = 0.0f;
+            cur[Q4 + q] = iv;
+            LW4(la, q) = pv;
+            LW4(lb, q) = mpv * tdm;
+            LW4(lc, q) = up ? *(__global const float4 *) (en + q * ews) : (float4) (0.0f);
+        }
+        WG_SYNC();
+        if (lid == 0) {   /* the D chain, descending, the M cells that take D(k+1), the next B's lane sums */
+            float dnext = 0.0f;
+#define BCK_WG_NODE(c, o) {                                                         \
+                const int n_ = 4 * q + (o);                                         \
+                if (n_ + 1 > M) {                                                   \
+                    la[n_] = 0.0f; lb[n_] = 0.0f;                                   \
+                } else {                                                            \
+                    const float dn_ = dnext;                                        \
+                    const float dv_ = lb[n_] + (dnext * tDD.c + xE);                \
+                    dnext = dv_;                                                    \
+                    const float mv_ = la[n_] + dn_ * tMD.c;                         \
+                    const float m_ = mv_ * s;                                       \
+                    la[n_] = m_; lb[n_] = dv_ * s;                                  \
+                    if (up) xbn.c = xbn.c + (m_ * lc[n_]) * tBM.c;                  \
+                }                                                                   \
+            }
+            for (int q = Q4 - 1; q >= 0; q--) {
+                __global const float4 *tq = t4 + q * 8;
+                const float4 tBM = tq[T_BM], tMD = tq[T_MD], tDD = tq[T_DD];
+                BCK_WG_NODE(w, 3) BCK_WG_NODE(z, 2) BCK_WG_NODE(y, 1) BCK_WG_NODE(x, 0)
+            }
+#undef BCK_WG_NODE
+            if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
+            BX(i, XSCALE) = sc;
+            BX(i, XE) = xE; BX(i, XN) = xN; BX(i, XJ) = xJ; BX(i, XB) = xB; BX(i, XC) = xC;
+        }
+        WG_SYNC();
+        for (int q = lid; q < Q4; q += G) { cur[q] = LW4(la, q); cur[2 * Q4 + q] = LW4(lb, q); }
+        WG_SYNC();
+    }
+    if (lid == 0) {   /* row 0: only N and B; B's lane sums in ascending node order */
+        __global float4 *nm = BROW(1);
+        __global const float *e1 = e + (int) x[0] * exs;
+        float4 xbl = (float4) (0.0f);
+        for (int q = 0; q < Q4; q++) {
+            const float4 nm4 = nm[q];
+            const float4 tBM = t4[q * 8 + T_BM];
+            const float4 e4 = *(__global const float4 *) (e1 + q * ews);
+            if (4 * q + 1 <= M) xbl.x = xbl.x + (nm4.x * e4.x) * tBM.x;
+            if (4 * q + 2 <= M) xbl.y = xbl.y + (nm4.y * e4.y) * tBM.y;
+            if (4 * q + 3 <= M) xbl.z = xbl.z + (nm4.z * e4.z) * tBM.z;
+            if (4 * q + 4 <= M) xbl.w = xbl.w + (nm4.w * e4.w) * tBM.w;
+        }
+        xB = (xbl.x + xbl.y) + (xbl.z + xbl.w);
+        xN = (xB * nmove) + (xN * nloop);
+        BX(0, XB) = xB; BX(0, XC) = 0.0f; BX(0, XJ) = 0.0f;
+        BX(0, XN) = xN; BX(0, XE) = 0.0f; BX(0, XSCALE) = 1.0f;
+        bc[2] = (float) own;
+    }
+    WG_SYNC();
+    own = (bc[2] != 0.0f);
+
+    /* ---- p7_Decoding: B <- posterior probabilities (D cells 0); each work-item its own words ---- */
+    float scaleproduct = inv_as_hmmer(BX(0, XN));
+    {
+        __global float4 *b = BROW(0);
+        for (int q = lid; q < 3 * Q4; q += G) b[q] = (float4) (0.0f);
+    }
+    if (lid == 0) {
+        PX(0, XE) = 0.0f; PX(0, XN) = 0.0f; PX(0, XJ) = 0.0f; PX(0, XC) = 0.0f; PX(0, XB) = 0.0f;
+        PX(0, XSCALE) = 1.0f;
+    }
+    for (int i = 1; i <= Ld; i++) {
+        __global float4 *f = FROW(i);
+        __global float4 *b = BROW(i);
+        const float totr = scaleproduct * FX(i, XSCALE);
+        for (int q = lid; q < Q4; q += G) {
+            b[q] = (f[q] * b[q]) * totr;
+            b[2 * Q4 + q] = (float4) (0.0f);
+            b[Q4 + q] = (f[Q4 + q] * b[Q4 + q]) * totr;
+        }
+        if (lid == 0) {
+            PX(i, XE) = 0.0f;
+            PX(i, XN) = ((FX(i - 1, XN) * BX(i, XN)) * nloop) * scaleproduct;
+            PX(i, XJ) = ((FX(i - 1, XJ) * BX(i, XJ)) * nloop) * scaleproduct;
+            PX(i, XC) = ((FX(i - 1, XC) * BX(i, XC)) * nloop) * scaleproduct;
+            PX(i, XB) = 0.0f;
+        }
+        if (own) scaleproduct = scaleproduct * (FX(i, XSCALE) / BX(i, XSCALE));
+    }
+    if (isinf(scaleproduct)) {   /* the same value in every work-item */
+        if (lid == 0) info[j] = (float4) (bc[4], 0.0f, 0.0f, 1.0f);
+        return;
+    }
+    WG_SYNC();
+
+    /* ---- p7_Null2_ByExpectation, up to the odds (workspace: row 0 of F) ---- */
+    {
+        __global float *n2 = null2 + null2_off[j];
+        __global float4 *acc = FROW(0);
+        __global float4 *b1 = BROW(1);
+#ifdef cl_khr_fp64
+        const float norm = (float) (1.0 / (double) (float) Ld);
+#else
+        const float norm = 1.0f / (float) Ld;
+#endif
+        for (int q = lid; q < Q4; q += G) {   /* column sums over the rows, in row order */
+            float4 am = b1[q], ai = b1[Q4 + q];
+            for (int i = 2; i <= Ld; i++) {
+                __global float4 *b = BROW(i);
+                am = b[q] + am;
+                ai = b[Q4 + q] + ai;
+            }
+            acc[q] = am * norm; acc[Q4 + q] = ai * norm;
+        }
+        if (lid == 0) {
+            float aN = PX(1, XN), aC = PX(1, XC), aJ = PX(1, XJ);
+            for (int i = 2; i <= Ld; i++) { aN = aN + PX(i, XN); aC = aC + PX(i, XC); aJ = aJ + PX(i, XJ); }
+            aN = aN * norm; aC = aC * norm; aJ = aJ * norm;
+            bc[3] = (aN + aC) + aJ;
+        }
+        WG_SYNC();
+        const float xfactor = bc[3];
+        for (int r = lid; r < 20; r += G) {
+            float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            __global const float *er = e + r * exs;
+            for (int q = 0; q < Q; q++)
+                for (int l = 0; l < 4; l++) {
+                    const int k = l * Q + q + 1;
+                    if (k > M) continue;
+                    lane[l] = lane[l] + FC(0, 0, k) * er[((k - 1) >> 2) * ews + ((k - 1) & 3)];
+                    lane[l] = lane[l] + FC(0, 1, k);
+                }
+            n2[r] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + xfactor;
+        }
+        WG_SYNC();
+    }
+
+    /* ---- p7_OptimalAccuracy: F <- OA scores ---- */
+    const float NEG = -INFINITY;
+    {
+        __global float4 *f0 = FROW(0);
+        for (int q = lid; q < 3 * Q4; q += G) f0[q] = (float4) (NEG);
+    }
+    if (lid == 0) {
+        OX(0, XE) = NEG; OX(0, XN) = 0.0f; OX(0, XJ) = NEG; OX(0, XB) = 0.0f; OX(0, XC) = NEG;
+        OX(0, XSCALE) = 1.0f;
+    }
+    WG_SYNC();
+    for (int i = 1; i <= Ld; i++) {
+        __global float4 *prv = FROW(i - 1);
+        __global float4 *cur = FROW(i);
+        __global float4 *pp = BROW(i);
+        const float xBv = OX(i - 1, XB);
+        for (int q = lid; q < Q4; q += G) {   /* M and I cells; masked M and M for work-item 0 */
+            const float4 om = prv[q], oi = prv[Q4 + q], od = prv[2 * Q4 + q];
+            float mp = NEG, ip = NEG, dp = NEG;
+            if (q > 0) { mp = prv[q - 1].w; ip = prv[Q4 + q - 1].w; dp = prv[2 * Q4 + q - 1].w; }
+            const float4 ppm = pp[q], ppi = pp[Q4 + q];
+            __global const float4 *tq = t4 + q * 8;
+            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
+            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II];
+            const float4 pm = (float4) (mp, om.x, om.y, om.z);
+            const float4 pi = (float4) (ip, oi.x, oi.y, oi.z);
+            const float4 pd = (float4) (dp, od.x, od.y, od.z);
+            float4 sv, iv, am;
+#define OA_WG_NODE(c) {                                                             \
+                float sv_ = (tBM.c > 0.0f) ? xBv : 0.0f;                            \
+                sv_ = fmax(sv_, (tMM.c > 0.0f) ? pm.c : 0.0f);                      \
+                sv_ = fmax(sv_, (tIM.c > 0.0f) ? pi.c : 0.0f);                      \
+                sv_ = fmax(sv_, (tDM.c > 0.0f) ? pd.c : 0.0f);                      \
+                sv_ = sv_ + ppm.c;                                                  \
+                float iv_ = (tMI.c > 0.0f) ? om.c : 0.0f;                           \
+                iv_ = fmax(iv_, (tII.c > 0.0f) ? oi.c : 0.0f);                      \
+                sv.c = sv_; iv.c = iv_ + ppi.c;                                     \
+                am.c = (tMD.c > 0.0f) ? sv_ : 0.0f;                                 \
+            }
+            OA_WG_NODE(x) OA_WG_NODE(y) OA_WG_NODE(z) OA_WG_NODE(w)
+#undef OA_WG_NODE
+            cur[q] = sv; cur[Q4 + q] = iv;
+            LW4(la, q) = am; LW4(lb, q) = sv;
+        }
+        WG_SYNC();
+        if (lid == 0) {   /* the D chain and the row's maximum, in node order */
+            float dv = NEG, xEo = NEG;
+            for (int q = 0; q < Q4; q++) {
+                const float4 tDD = t4[q * 8 + T_DD];
+                const float4 a4 = LW4(la, q), s4 = LW4(lb, q);
+                float4 d4;
+#define OA_WG_CHAIN(c) {                                                            \
+                    d4.c = dv;                                                      \
+                    const float b_ = (tDD.c > 0.0f) ? dv : 0.0f;                    \
+                    xEo = fmax(xEo, fmax(s4.c, dv));                                \
+                    dv = fmax(a4.c, b_);                                            \
+                }
+                OA_WG_CHAIN(x) OA_WG_CHAIN(y) OA_WG_CHAIN(z) OA_WG_CHAIN(w)
+#undef OA_WG_CHAIN
+                LW4(lc, q) = d4;
+            }
+            OX(i, XE) = xEo;
+            float t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XJ) + PX(i, XJ);
+            float t2 = (eloop == 0.0f) ? 0.0f : xEo;
+            const float oj = fmax(t1, t2);
+            OX(i, XJ) = oj;
+            t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XC) + PX(i, XC);
+            t2 = (emove == 0.0f) ? 0.0f : xEo;
+            OX(i, XC) = fmax(t1, t2);
+            const float on = (nloop == 0.0f) ? 0.0f : OX(i - 1, XN) + PX(i, XN);
+            OX(i, XN) = on;
+            t1 = (nmove == 0.0f) ? 0.0f : on;
+            t2 = (nmove == 0.0f) ? 0.0f : oj;
+            OX(i, XB) = fmax(t1, t2);
+        }
+        WG_SYNC();
+        for (int q = lid; q < Q4; q += G) cur[2 * Q4 + q] = LW4(lc, q);
+        WG_SYNC();
+    }
+    if (lid != 0) return;
+    const float envsc = bc[4];
+    const float oasc = OX(Ld, XC);
+    const float emove_cfg = emove, eloop_cfg = eloop;
+    /* p7_OATrace, written backwards from the end of this job's trace slot. */
+    __global int4 *tr = trace + trace_off[j];
+    __global float *tpp = trace_pp + trace_off[j];
+    const int cap = Ld + M + 8;
+    int n = 0;
+    int i = Ld, k = 0, s0 = ST_C;
+    tr[cap - 1 - n] = (int4) (ST_T, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
+    tr[cap - 1 - n] = (int4) (ST_C, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
+    int ok = 1;
+    while (s0 != ST_S) {
+        int s1 = -1;
+        if (n >= cap) { ok = 0; break; }
+        if (s0 == ST_M) {
+            float path[4];
+            const float mv = (k > 1) ? FC(i - 1, 0, k - 1) : 0.0f;
+            const float iv = (k > 1) ? FC(i - 1, 1, k - 1) : 0.0f;
+            const float dvv = (k > 1) ? FC(i - 1, 2, k - 1) : 0.0f;
+            path[3] = (TR(t, k, T_BM) == 0.0f) ? NEG : OX(i - 1, XB);
+            path[0] = (TR(t, k, T_MM) == 0.0f) ? NEG : mv;
+            path[1] = (TR(t, k, T_IM) == 0.0f) ? NEG : iv;
+            path[2] = (TR(t, k, T_DM) == 0.0f) ? NEG : dvv;
+            int best = 0;
+            for (int a = 1; a < 4; a++) if (path[a] > path[best]) best = a;
+            const int states[4] = {ST_M, ST_I, ST_D, ST_B};
+            s1 = states[best];
+            k--; i--;
+        } else if (s0 == ST_D) {
+            const float a = (k > 1 && TR(t, k - 1, T_MD) != 0.0f) ? FC(i, 0, k - 1) : NEG;
+            const float b = (k > 1 && TR(t, k - 1, T_DD) != 0.0f) ? FC(i, 2, k - 1) : NEG;
+            s1 = (a >= b) ? ST_M : ST_D;
+            k--;
+        } else if (s0 == ST_I) {
+            const float a = (TR(t, k, T_MI) == 0.0f) ? NEG : FC(i - 1, 0, k);
+            const float b = (TR(t, k, T_II) == 0.0f) ? NEG : FC(i - 1, 1, k);
+            s1 = (a >= b) ? ST_M : ST_I;
+            i--;
+        } else if (s0 == ST_N) {
+            s1 = (i == 0) ? ST_S : ST_N;
+        } else if (s0 == ST_C) {
+            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XC) + PX(i, XC);
+            const float b = (emove_cfg == 0.0f) ? NEG : OX(i, XE);
+            s1 = (a > b) ? ST_C : ST_E;
+        } else if (s0 == ST_J) {
+            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XJ) + PX(i, XJ);
+            const float b = (eloop_cfg == 0.0f) ? NEG : OX(i, XE);
+            s1 = (a > b) ? ST_J : ST_E;
+        } else if (s0 == ST_E) {
+            float best = NEG;
+            int bs = -1, bk = 0;
+            for (int q = 0; q < Q; q++) {
+                for (int l = 0; l < 4; l++) {
+                    const int kk = l * Q + q + 1;
+                    const float v = (kk <= W) ? FC(i, 0, kk) : 0.0f;
+                    if (v >= best) { best = v; bs = ST_M; bk = kk; }
+                }
+                for (int l = 0; l < 4; l++) {
+                    const int kk = l * Q + q + 1;
+                    const float v = (kk <= W) ? FC(i, 2, kk) : 0.0f;
+                    if (v > best) { best = v; bs = ST_D; bk = kk; }
+                }
+            }
+            s1 = bs; k = bk;
+            if (k > M) { ok = 0; break; }
+        } else if (s0 == ST_B) {
+            const float a = (nmove == 0.0f) ? NEG : OX(i, XN);
+            const float b = (nmove == 0.0f) ? NEG : OX(i, XJ);
+            s1 = (a > b) ? ST_N : ST_J;
+        }
+        if (s1 < 0) { ok = 0; break; }
+        float post = 0.0f;
+        if (s1 == ST_M) post = BC(i, 0, k);
+        else if (s1 == ST_I) post = BC(i, 1, k);
+        else if (s1 == s0 && (s1 == ST_N || s1 == ST_C || s1 == ST_J)) {
+            post = PX(i, (s1 == ST_N ? XN : (s1 == ST_C ? XC : XJ)));
+        }
+        tr[cap - 1 - n] = (int4) (s1, k, i, 0);
+        tpp[cap - 1 - n] = post;
+        n++;
+        if ((s1 == ST_N || s1 == ST_J || s1 == ST_C) && s1 == s0) i--;
+        s0 = s1;
+    }
+    info[j] = (float4) (envsc, oasc, ok ? (float) n : -1.0f, 0.0f);
+#undef FC
+#undef BC
+#undef FX
+#undef BX
+#undef PX
+#undef OX
+#undef FROW
+#undef BROW
+#undef LW4
+}

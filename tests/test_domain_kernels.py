@@ -197,3 +197,54 @@ def test_envelope_forward_only_contract(setup, device, default_db):
         fx = flat[o + (Lt + 1) * 3 * Wt: o + (Lt + 1) * (3 * Wt + 6)].reshape(Lt + 1, 6)
         assert np.array_equal(_bits(F), _bits(ref[t][0])) and np.array_equal(_bits(fx), _bits(ref[t][1]))
         assert float(scores[t, 0]) == ref[t][2]
+
+
+@pytest.fixture(scope="module")
+def wg_jobs(setup, device, default_db):
+    """Envelope jobs for envelope_wg against envelope: the regions of the passed pairs and of 200 random
+    pairs, the fragments (L = 1..9) whole, and 300 random pairs whole (long envelopes, rescaled rows)."""
+    casc, batch, ps, pm, n_passed = setup
+    eng = _engine(casc, device, default_db, 1)
+    regions, _, _, _ = eng.decode(batch, ps[:n_passed + 200], pm[:n_passed + 200])
+    s, m, i, length, xfm, multi = _envelope_jobs(eng, batch, ps, pm, regions)
+    rng = np.random.default_rng(11)
+    frag = np.flatnonzero(batch.seqs.lengths[ps] < 10)
+    whole = np.concatenate([frag[rng.permutation(len(frag))[:150]], rng.integers(0, len(ps), 300)])
+    s2, m2 = ps[whole], pm[whole]
+    L2 = batch.seqs.lengths[s2].astype(np.int64)
+    pmove = (F32(2.0) / (L2.astype(F32) + F32(2.0))).astype(F32)
+    x2 = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(s2), F32), np.zeros(len(s2), F32)], axis=1)
+    jobs = (np.concatenate([s, s2]), np.concatenate([m, m2]), np.concatenate([i, np.ones(len(s2), np.int64)]),
+            np.concatenate([length, L2]), np.concatenate([xfm, x2]))
+    ref = eng.envelopes(batch, *jobs, 1)
+    assert sum(r is not None for r in ref) > 500 and (jobs[3] == 1).any() and jobs[3].max() > 500
+    return casc, batch, jobs, ref
+
+
+def _path_engine(casc, device, default_db, path, budget=None):
+    eng = _engine(casc, device, default_db, 1, budget)
+    eng.envelope_path = path
+    return eng
+
+
+@pytest.mark.parametrize("budget", [None, 1 << 22])
+def test_group_envelope_kernel_equals_serial(wg_jobs, device, default_db, budget):
+    """envelope_wg (a work-group per envelope: rows spread over the work-items, chains walked by one)
+    gives envelope's results bit for bit: scores, null2 odds, OA traces and posteriors."""
+    casc, batch, jobs, ref = wg_jobs
+    eng = _path_engine(casc, device, default_db, "wg", budget)
+    _same_envelopes(ref, eng.envelopes(batch, *jobs, 1), 1)
+
+
+def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db, monkeypatch):
+    """Models whose rows do not fit envelope_wg's local memory go to the serial kernel, same results."""
+    casc, batch, jobs, ref = wg_jobs
+    W = (default_db.M[jobs[1]] + 3) // 4 * 4
+    limit = 4 * (3 * int(np.median(W)) + 8) + 1024
+    monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: limit))
+    eng = _path_engine(casc, device, default_db, "wg")
+    calls = []
+    orig = eng.k_env_wg
+    eng.k_env_wg = lambda *a: calls.append(a[1][0]) or orig(*a)
+    _same_envelopes(ref, eng.envelopes(batch, *jobs, 1), 1)
+    assert calls and (W > int(np.median(W))).any()

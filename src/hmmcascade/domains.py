@@ -26,6 +26,7 @@ see ``kernels/domains.cl`` for what is exact and what agrees to rounding.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -49,6 +50,8 @@ RT1, RT2, RT3 = F32(0.25), F32(0.10), F32(0.20)
 SEED = 42  # hmmsearch's --seed default; each multi-domain region re-seeds
 #: envelope launches run ahead of the host's reading of their results by at most this many output bytes
 PENDING_OUTPUT_BYTES = 1 << 30
+#: envelope_wg's work-group size: one NVIDIA warp (work-item 0 walks the chains, the others the rows)
+ENVELOPE_WG = 32
 
 # trace states (HMMER's p7T_ codes, as kernels/domains.cl writes them)
 ST_M, ST_D, ST_I, ST_S, ST_N, ST_B, ST_E, ST_C, ST_T, ST_J = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
@@ -293,6 +296,12 @@ class DomainEngine:
         self.dev, self.models, self.db = dev, models, db
         self.k_parser = dev.kernel("domains", "fb_parser")
         self.k_env = dev.kernel("domains", "envelope")
+        self.k_env_wg = dev.kernel("domains", "envelope_wg")
+        #: envelope rescoring (mode 1): "wg" (envelope_wg, a work-group per envelope; default on GPUs)
+        #: or "serial" (envelope, a work-item per envelope; default on CPUs).  Same results, bit for bit.
+        self.envelope_path = (os.environ.get("HMMCASCADE_ENVELOPE") or ("wg" if dev.is_gpu else "serial")).lower()
+        if self.envelope_path not in ("wg", "serial"):
+            raise ValueError(f"envelope path (HMMCASCADE_ENVELOPE) must be 'wg' or 'serial', got {self.envelope_path!r}")
         self.scratch_bytes = int(scratch_bytes)
         self.kernel_s = {"decode": 0.0, "region_fwd": 0.0, "ensemble": 0.0, "envelope": 0.0}
         self.intervals = []  #: (start, end) ns of every kernel, for the stage's busy time (launches overlap)
@@ -412,6 +421,23 @@ class DomainEngine:
         cl = _cl()
         seq = np.asarray(seq, dtype=np.int64)
         model = np.asarray(model, dtype=np.int64)
+        use_wg = mode == 1 and self.envelope_path == "wg"
+        if use_wg:  # envelope_wg's local rows: 3 W + 8 floats; longer models go to the serial kernel
+            fits = 4 * (3 * self._W[model] + 8) <= self.dev.local_mem_bytes - 1024
+            if not fits.all():
+                path, self.envelope_path = self.envelope_path, "serial"
+                try:
+                    rest = np.flatnonzero(~fits)
+                    for t, r in zip(rest.tolist(), self.envelopes(batch, seq[rest], model[rest], np.asarray(start)[rest],
+                                                                  np.asarray(length)[rest], np.asarray(xfm)[rest], mode)):
+                        results[t] = r
+                finally:
+                    self.envelope_path = path
+                keep = np.flatnonzero(fits)
+                for t, r in zip(keep.tolist(), self.envelopes(batch, seq[keep], model[keep], np.asarray(start)[keep],
+                                                              np.asarray(length)[keep], np.asarray(xfm)[keep], mode)):
+                    results[t] = r
+                return results
         Ld = np.asarray(length, dtype=np.int64)
         M = self.db.M[model].astype(np.int64)
         order = np.lexsort((Ld, model, M))  # a group's lanes: same model, similar length
@@ -426,7 +452,8 @@ class DomainEngine:
         queues = self.dev.queues() if mode == 1 else [self.dev.queue]
         nq = len(queues)
         budget = self.launch_budget(nq)
-        launches, job_off = self._launches(lane_need, interleave=(mode == 1), extra=5 * cap, budget_bytes=budget)
+        launches, job_off = self._launches(lane_need, interleave=(mode == 1 and not use_wg), extra=5 * cap,
+                                           budget_bytes=budget)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
         slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4])
@@ -469,12 +496,14 @@ class DomainEngine:
             ntr = int(c.sum())
             parts = [(k, 4, F32), (k, 20, F32), (ntr, 4, np.int32), (ntr, 1, F32)]  # info, null2, trace, pp
             out_buf, (d_info, d_n2, d_tr, d_pp), unpack = self._outputs(parts)
-            ev = self.k_env(
-                q, (_round_up(k, ls),), (ls,),
-                batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
-                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info,
-            )
+            common = (batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
+                      msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                      scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info)
+            if use_wg:  # a work-group per envelope, its chains' operands in 3 W + 8 local floats
+                lw = cl.LocalMemory(4 * (3 * int(Ws[j0:j1].max()) + 8))
+                ev = self.k_env_wg(q, (k * ENVELOPE_WG,), (ENVELOPE_WG,), *common, lw)
+            else:
+                ev = self.k_env(q, (_round_up(k, ls),), (ls,), *common)
             if mode == 0:
                 sec = _event_seconds([ev])
                 self.kernel_s["envelope"] += sec
