@@ -726,7 +726,7 @@ __kernel void envelope(
  * and the specials.  The OA traceback is work-item 0's walk, as in `envelope`.
  *
  * Scratch: the full layout of `envelope` with ws = 1 (each job's rows contiguous at
- * scr + scr_off[job]).  Local memory: lw, 3 W + 8 floats for the launch's largest W.
+ * scr + scr_off[job]).  Local memory: lw, 3 W / 4 + 2 float4 words for the launch's largest W.
  * Job = the group number, reversed (largest jobs, sorted last, start first).
  * --------------------------------------------------------------------------------------------- */
 #define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
@@ -741,7 +741,7 @@ __kernel void envelope_wg(
     __global float *scr, __global const long *scr_off,
     __global float *null2, __global const long *null2_off,
     __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __local float *lw)
+    __global float4 *info, __local float4 *lw)
 {
     const int j = (int) (get_num_groups(0) - 1 - get_group_id(0));
     if (j >= n_jobs) return;   /* the whole group */
@@ -762,7 +762,9 @@ __kernel void envelope_wg(
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;
     const int R = 6 * W + 24;
     const long B0 = 3 * W, fx0 = 6 * W, bx0 = fx0 + NX, px0 = bx0 + NX, ox0 = px0 + NX;
-    __local float *la = lw, *lb = lw + W, *lc = lw + 2 * W, *bc = lw + 3 * W;
+    /* local rows as float4 words (a float4 argument: aligned for the vector accesses) */
+    __local float *la = (__local float *) lw, *lb = (__local float *) (lw + Q4);
+    __local float *lc = (__local float *) (lw + 2 * Q4), *bc = (__local float *) (lw + 3 * Q4);
 #define FC(i, st, k) p[(long) (i) * R + (st) * W + (k) - 1]
 #define BC(i, st, k) p[(long) (i) * R + B0 + (st) * W + (k) - 1]
 #define FX(i, c) p[(long) (i) * R + fx0 + (c)]
@@ -771,7 +773,7 @@ __kernel void envelope_wg(
 #define OX(i, c) p[(long) (i) * R + ox0 + (c)]
 #define FROW(i) ((__global float4 *) (p + (long) (i) * R))
 #define BROW(i) ((__global float4 *) (p + (long) (i) * R + B0))
-#define LW4(a, q) (*(__local float4 *) ((a) + 4 * (q)))
+#define LW4(a, q) (((__local float4 *) (a))[q])
 
     /* ---- Forward (forward_pass with full rows) ---- */
     {

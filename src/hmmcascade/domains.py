@@ -500,7 +500,7 @@ class DomainEngine:
                       msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
                       scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info)
             if use_wg:  # a work-group per envelope, its chains' operands in 3 W + 8 local floats
-                lw = cl.LocalMemory(4 * (3 * int(Ws[j0:j1].max()) + 8))
+                lw = cl.LocalMemory(4 * (3 * int(Ws[j0:j1].max()) + 8))  # float4 words: 3 W / 4 + 2
                 ev = self.k_env_wg(q, (k * ENVELOPE_WG,), (ENVELOPE_WG,), *common, lw)
             else:
                 ev = self.k_env(q, (_round_up(k, ls),), (ls,), *common)
