@@ -1,14 +1,15 @@
 /* ensemble.cl: HMMER's region_trace_ensemble() (p7_domaindef.c) for multi-domain regions.
  *
  *   region_ensemble   A work-group per region (one work-item on CPUs, up to a warp on
- *                     GPUs): its first work-item draws 200 stochastic tracebacks of
+ *                     GPUs): its work-items walk the same 200 stochastic tracebacks of
  *                     the region's multihit Forward matrix (p7_StochasticTrace,
- *                     impl_sse/stotrace.c), null2 by trace for each sampled
- *                     domain (p7_Null2_ByTrace, impl_sse/null2.c) summed per
- *                     residue, then single-linkage clustering of the sampled
- *                     domains (p7_spensemble_Cluster, p7_spensemble.c) and
- *                     removal of dominated clusters; the clustering's link tests are
- *                     shared by all work-items of the group (see the clustering below).
+ *                     impl_sse/stotrace.c) in step, sharing what can be shared: the
+ *                     loads of E's row walks, the 20 sums of null2 by trace for each
+ *                     sampled domain (p7_Null2_ByTrace, impl_sse/null2.c), and the
+ *                     per-residue sums (each residue by one work-item); then
+ *                     single-linkage clustering of the sampled domains
+ *                     (p7_spensemble_Cluster, p7_spensemble.c) and removal of dominated
+ *                     clusters, the link tests shared by the group (see the clustering).
  *                     (PoCL 3.1 on a CPU did not finish a launch with work-groups of 2 or
  *                     more; CPUs use one work-item per region, GPUs were checked bit-exact.)
  *
@@ -124,27 +125,46 @@ inline int choose4(const float p0, const float p1, const float p2, const float p
     return 3;
 }
 
-/* select_e's draw: node k of the chosen M (k) or D (-k) cell of row i, weights cell * norm in
- * HMMER's striped order, the running double sum compared with the roll (the row walked again while
- * the sum has not passed it, as HMMER's while(1)).  0: no choice where the Python module would
- * raise, or a NaN weight reached (numpy's search would then differ from the walk). */
-inline int select_e(__global const float *cm, __global const float *cd, const int M, const int Q,
-                    const float norm, const double roll)
+/* E's draw: node k of the chosen M (k) or D (-k) cell of row i, weights cell * norm in HMMER's
+ * striped order, the running double sum compared with the roll (the row walked again while the
+ * sum has not passed it, as HMMER's while(1)).  0: no choice where the Python module would raise,
+ * or a NaN weight reached (numpy's search would then differ from the walk).
+ * With the work-group: the weights of the walk are loaded nl at a time (work-item a the
+ * a-th of the block, into lv), then every work-item adds the block to its running double sum in
+ * walk order, so that all of them reach the same choice, with select_e's sums and comparisons.
+ * Every work-item of the group must call it. */
+inline int select_e_group(__global const float *cm, __global const float *cd, const int M, const int Q,
+                          const float norm, const double roll, const int lid, const int nl,
+                          __local double *lv)
 {
     double total = 0.0;
+    const int n = 8 * Q;   /* walk entry e: q = e / 8, cells dd = (e / 4) & 1, lane l = e & 3 */
     for (int pass = 0; pass < 4; pass++) {
-        for (int q = 0; q < Q; q++) {
-            for (int dd = 0; dd < 2; dd++) {
-                __global const float *row = dd ? cd : cm;
-                for (int l = 0; l < 4; l++) {
-                    const int kk = l * Q + q + 1;
-                    if (kk > M) break;                /* padding cells hold 0: they cannot stop the walk */
-                    const double v = (double) (row[kk - 1] * norm);
-                    if (isnan(v)) return 0;
-                    total = total + v;
-                    if (roll < total) return dd ? -kk : kk;
+        for (int e0 = 0; e0 < n; e0 += nl) {
+            const int e = e0 + lid;
+            double v = -1.0;   /* -1: no cell (node past M, or past the walk) */
+            if (e < n) {
+                const int kk = (e & 3) * Q + (e >> 3) + 1;
+                if (kk <= M) v = (double) ((((e >> 2) & 1) ? cd : cm)[kk - 1] * norm);
+            }
+            lv[lid] = v;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            int pick = 0, done = 0;
+            for (int a = 0; a < nl && e0 + a < n; a++) {
+                const double w = lv[a];
+                if (w == -1.0) continue;
+                if (isnan(w)) { done = 1; break; }
+                total = total + w;
+                if (roll < total) {
+                    const int ea = e0 + a;
+                    const int kk = (ea & 3) * Q + (ea >> 3) + 1;
+                    pick = ((ea >> 2) & 1) ? -kk : kk;
+                    done = 1;
+                    break;
                 }
             }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (done) return pick;
         }
         if (!(total > 0.0)) return 0;
     }
@@ -198,42 +218,26 @@ inline int endpoint(__global const int4 *seg, __global const int *assign, const 
     return lo + best;
 }
 
-/* p7_Null2_ByTrace's sums for the 20 canonical residues: nv[y] = ((l0 + l1) + (l2 + l3)) + xfactor,
- * where lane l's sum l_l is 0 + freq * odds over the runs [bound[l], bound[l+1]) in node order (one
- * SSE lane; nodes with count 0 add exact zeros there and are skipped here).  The runs are walked
- * once, each run adding to the 20 accumulators of its lane: every sum is the same float expression,
- * in the same order, as summing residue by residue, but the 20 odds of a node (one 320-byte block
- * of the node-major table: odds (y, k) at en[((k-1)/4) * 4 KP + 4 y + (k-1)%4]) load together. */
-inline void null2_sums(__global const int2 *runs, const int *bound, __global const float *en,
-                       const float xfactor, float *nv)
+/* p7_Null2_ByTrace's sum for canonical residue y: ((l0 + l1) + (l2 + l3)) + xfactor, where lane l's
+ * sum l_l is 0 + freq * odds over the runs [bound[l], bound[l+1]) in node order (one SSE lane; nodes
+ * with count 0 add exact zeros there and are skipped here).  Odds (y, k) at
+ * en[((k-1)/4) * 4 KP + 4 y + (k-1)%4] (node-major table). */
+inline float null2_sum1(__global const int2 *runs, const int *bound, __global const float *en,
+                        const float xfactor, const int y)
 {
-    float lo[20], hi[20], acc[20];
+    float lo = 0.0f, hi = 0.0f;
     for (int l = 0; l < 4; l++) {
-#pragma unroll
-        for (int y = 0; y < 20; y++) acc[y] = 0.0f;
+        float acc = 0.0f;
         for (int r = bound[l]; r < bound[l + 1]; r++) {
             const int2 rr = runs[r];
-            const float f = as_float(rr.y);
-            __global const float *o = en + ((rr.x - 1) >> 2) * (4 * KP) + ((rr.x - 1) & 3);
-#pragma unroll
-            for (int y = 0; y < 20; y++) acc[y] = acc[y] + f * o[4 * y];
+            acc = acc + as_float(rr.y) * en[((rr.x - 1) >> 2) * (4 * KP) + ((rr.x - 1) & 3) + 4 * y];
         }
-        if (l == 0) {
-#pragma unroll
-            for (int y = 0; y < 20; y++) lo[y] = acc[y];
-        } else if (l == 1) {
-#pragma unroll
-            for (int y = 0; y < 20; y++) lo[y] = lo[y] + acc[y];
-        } else if (l == 2) {
-#pragma unroll
-            for (int y = 0; y < 20; y++) hi[y] = acc[y];
-        } else {
-#pragma unroll
-            for (int y = 0; y < 20; y++) hi[y] = hi[y] + acc[y];
-        }
+        if (l == 0) lo = acc;
+        else if (l == 1) lo = lo + acc;
+        else if (l == 2) hi = acc;
+        else hi = hi + acc;
     }
-#pragma unroll
-    for (int y = 0; y < 20; y++) nv[y] = (lo[y] + hi[y]) + xfactor;
+    return (lo + hi) + xfactor;
 }
 
 __kernel void region_ensemble(
@@ -255,6 +259,10 @@ __kernel void region_ensemble(
     const int lid = (int) get_local_id(0), nl = (int) get_local_size(0);
     __local int flag[ENS_LANES];
     __local int shared[2];
+    __local double lv[ENS_LANES];   /* E's draw: a block of the row's weights */
+    __local float lnv[20];          /* a sampled domain's null2 odds */
+/* residue positions p >= lo that work-item lid owns: p = lid (mod nl), each residue's sum by one work-item */
+#define OWNED_FROM(lo) ((lo) + ((lid - (lo) % nl + nl) % nl))
     if (r >= n_jobs) return;
     const int m = job_model[r];
     const int M = model_M[m];
@@ -288,8 +296,11 @@ __kernel void region_ensemble(
     __global float *n2 = n2mean + n2_off[r];
     int nseg = 0;
     int st = 0;   /* 0, or the failure status */
-    if (lid == 0) {
-        for (int p = 0; p < L; p++) n2[p] = 0.0f;
+    {   /* every work-item walks the same traces (same draws, same reads); the group shares the
+         * row walks of E's draws, the 20 null2 sums of a sampled domain, and the per-residue sums
+         * (residue p always by work-item p mod nl, so each residue's sum keeps its order);
+         * work-item 0 alone writes the shared workspace */
+        for (int p = OWNED_FROM(1); p <= L; p += nl) n2[p - 1] = 0.0f;
         uint rng = rng_init;
         const long maxsteps = (long) (L + 2) * (M + 6) + 16;
 
@@ -298,7 +309,7 @@ __kernel void region_ensemble(
             const int tstart = nseg;
             int i = L, k = 0, s0 = ST_C;
             int hi = L;                                   /* residues hi+1..L have this trace's term */
-            int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0;
+            int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0, lastk = 0;
             long steps = 0;
             while (s0 != ST_S) {
                 if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
@@ -341,7 +352,8 @@ __kernel void region_ensemble(
                     const float E = fx[i * NX + XE];
                     if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* the Python module divides by zero */
                     __global const float *cm = F + (long) i * 3 * W;
-                    const int pick = select_e(cm, cm + 2 * W, M, Q, (float) (1.0 / (double) E), roll);
+                    const int pick = select_e_group(cm, cm + 2 * W, M, Q, (float) (1.0 / (double) E), roll,
+                                                    lid, nl, lv);
                     if (pick == 0) { st = STATUS_ANOMALY; break; }
                     s1 = (pick > 0) ? ST_M : ST_D;
                     k = abs(pick);
@@ -359,40 +371,45 @@ __kernel void region_ensemble(
                         sqfrom = i; hmmfrom = k;
                     }
                     nemit++;
-                    if (nruns > 0 && runs[nruns - 1].x == k) {
-                        runs[nruns - 1].y++;
+                    if (nruns > 0 && lastk == k) {
+                        if (lid == 0) runs[nruns - 1].y++;
                     } else {
                         if (nruns >= W + 1) { st = STATUS_OVERFLOW; break; }
-                        runs[nruns] = (int2) (k, 1);
+                        if (lid == 0) runs[nruns] = (int2) (k, 1);
                         nruns++;
+                        lastk = k;
                     }
                 } else if (s1 == ST_B) {
                     /* p7_trace_Index's domain: pair for the ensemble */
                     if (sqto < 0 || sqto > hi || sqfrom < 1) { st = STATUS_ANOMALY; break; }
                     if (nseg >= segcap) { st = STATUS_OVERFLOW; break; }
-                    seg[nseg] = (int4) (sqfrom + ireg - 1, sqto + ireg - 1, hmmfrom, hmmto);
-                    sidx[nseg] = tr;
-                    nseg++;
                     /* p7_Null2_ByTrace: float frequencies, lanes summed over q, lanes (l0+l1)+(l2+l3) */
                     const float norm = (float) (1.0 / (double) nemit);
-                    int bound[5];
-                    bound[0] = 0;
-                    {
+                    if (lid == 0) {
+                        seg[nseg] = (int4) (sqfrom + ireg - 1, sqto + ireg - 1, hmmfrom, hmmto);
+                        sidx[nseg] = tr;
                         for (int a = 0, b = nruns - 1; a < b; a++, b--) {   /* recorded with nodes decreasing */
                             const int2 tmp = runs[a]; runs[a] = runs[b]; runs[b] = tmp;
                         }
+                        for (int z = 0; z < nruns; z++) runs[z].y = as_int((float) runs[z].y * norm);
+                    }
+                    nseg++;
+                    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+                    const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
+                    for (int y = lid; y < 20; y += nl) {   /* residue y's sums: the runs in node order */
+                        int bound[5];
+                        bound[0] = 0;
                         int lane = 0;
                         for (int z = 0; z < nruns; z++) {
-                            const int2 rr = runs[z];
-                            runs[z].y = as_int((float) rr.y * norm);
-                            const int ln = (rr.x - 1) / Q;
+                            const int ln = (runs[z].x - 1) / Q;
                             while (lane < ln) { lane++; bound[lane] = z; }
                         }
                         while (lane < 4) { lane++; bound[lane] = nruns; }
+                        lnv[y] = null2_sum1(runs, bound, en, xfactor, y);
                     }
-                    const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
+                    barrier(CLK_LOCAL_MEM_FENCE);
                     float nv[KP];
-                    null2_sums(runs, bound, en, xfactor, nv);
+                    for (int y = 0; y < 20; y++) nv[y] = lnv[y];
                     nv[20] = 1.0f; nv[27] = 1.0f; nv[28] = 1.0f;
                     /* esl_abc_FAvgScVec: B = D,N  J = I,L  Z = E,Q  O = K  U = C  X = any */
                     nv[21] = ((0.0f + nv[2]) + nv[11]) / 2.0f;
@@ -405,10 +422,13 @@ __kernel void region_ensemble(
                         for (int y = 0; y < 20; y++) s = s + nv[y];
                         nv[26] = s / 20.0f;
                     }
+                    barrier(CLK_LOCAL_MEM_FENCE);   /* lnv read by all before the next domain writes it */
                     /* this trace's term of each residue: 1 outside domains and at a domain's first residue */
-                    for (int p = sqto + 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
-                    for (int p = sqfrom + 1; p <= sqto; p++) n2[p - 1] = n2[p - 1] + nv[x[p - 1]];
-                    n2[sqfrom - 1] = n2[sqfrom - 1] + 1.0f;
+                    for (int p = OWNED_FROM(sqfrom); p <= hi; p += nl) {
+                        if (p == sqfrom) n2[p - 1] = n2[p - 1] + 1.0f;
+                        else if (p <= sqto) n2[p - 1] = n2[p - 1] + nv[x[p - 1]];
+                        else n2[p - 1] = n2[p - 1] + 1.0f;
+                    }
                     hi = sqfrom - 1;
                 }
                 if (s1 == s0 && (s1 == ST_N || s1 == ST_J || s1 == ST_C)) i--;
@@ -416,18 +436,19 @@ __kernel void region_ensemble(
             }
             if (st) break;
             if (nseg == tstart) { st = STATUS_ANOMALY; break; }   /* every path has a domain */
-            for (int p = 1; p <= hi; p++) n2[p - 1] = n2[p - 1] + 1.0f;
+            for (int p = OWNED_FROM(1); p <= hi; p += nl) n2[p - 1] = n2[p - 1] + 1.0f;
             /* the trace's domains were found last to first: HMMER adds them first to last */
-            for (int a = tstart, b = nseg - 1; a < b; a++, b--) {
-                const int4 tmp = seg[a]; seg[a] = seg[b]; seg[b] = tmp;
+            if (lid == 0) {
+                for (int a = tstart, b = nseg - 1; a < b; a++, b--) {
+                    const int4 tmp = seg[a]; seg[a] = seg[b]; seg[b] = tmp;
+                }
             }
         }
         if (st == 0) {
-            for (int p = 0; p < L; p++) n2[p] = n2[p] / (float) nsamples;
+            for (int p = OWNED_FROM(1); p <= L; p += nl) n2[p - 1] = n2[p - 1] / (float) nsamples;
         }
-        shared[0] = st;
-        shared[1] = nseg;
-    }   /* lid == 0: traces sampled */
+        if (lid == 0) { shared[0] = st; shared[1] = nseg; }
+    }   /* traces sampled */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     st = shared[0];
     if (st) { if (lid == 0) status[r] = st; return; }
