@@ -121,3 +121,123 @@ __kernel void forward_filter(
     }
     out_nats[p] = totscale + LOG_AS_HMMER(xC * nc.x);
 }
+
+
+/* forward_wg: forward_filter's scores, bit for bit, with a work-group per pair (for the longest
+ * pairs, which one work-item each would leave running alone at the end of a launch).  Word q of
+ * a row (4 nodes) belongs to work-item q mod G, which computes its M and I cells from the
+ * previous row (as forward_filter reads it, times the pending rescale); work-item 0 then walks
+ * the D chain (D(k+1) = M(k) tMD_k + D(k) tDD_k) and the E lane sums in node order from the
+ * M cells and M tMD products the others left in local memory, as forward_filter does in its
+ * one pass, and the specials.  Rows (M, I, D: Q words each) at rows + pair * 3 * max_Q words,
+ * rewritten in place once the previous row has been read whole.  Local memory: lw, 3 Q + 2
+ * float4 words for the launch's largest Q.  Pair = group number, reversed (largest first). */
+__kernel void forward_wg(
+    __global const uchar *dsq,
+    __global const long  *seq_off,
+    __global const int   *seq_len,
+    __global const float2 *seq_xf,
+    __global const int   *pair_seq,
+    __global const int   *pair_model,
+    const int n_pairs,
+    const int max_Q,
+    __global const float4 *msc,
+    __global const long  *msc_off,
+    __global const float4 *tsc,
+    __global const long  *tsc_off,
+    __global const int   *model_M,
+    __global const float2 *xf_e,
+    __global float4 *rows,
+    __global float *out_nats,
+    __local float4 *lw)
+{
+    const int p = (int) (get_num_groups(0) - 1 - get_group_id(0));
+    if (p >= n_pairs) return;   /* the whole group */
+    const int lid = (int) get_local_id(0), G = (int) get_local_size(0);
+    const int s = pair_seq[p];
+    const int m = pair_model[p];
+    const int Q = (model_M[m] + 3) / 4;
+    const int L = seq_len[s];
+    __global const uchar *x = dsq + seq_off[s];
+    __global const float4 *msc_m = msc + msc_off[m];
+    __global const float4 *t = tsc + tsc_off[m];
+    __global float4 *mr = rows + (long) p * 3 * max_Q;
+    __global float4 *ir = mr + max_Q;
+    __global float4 *dr = ir + max_Q;
+    __local float4 *lsv = lw, *lmd = lw + Q, *liv = lw + 2 * Q;
+    __local float *bc = (__local float *) (lw + 3 * Q);
+
+    const float2 nc = seq_xf[s];
+    const float2 xe = xf_e[m];
+    for (int q = lid; q < Q; q += G) mr[q] = ir[q] = dr[q] = (float4) (0.0f);
+    float xN = 1.0f, xJ = 0.0f, xC = 0.0f;   /* work-item 0's */
+    float xB = nc.x;
+    float totscale = 0.0f;
+    float pscale = 1.0f;
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (int i = 0; i < L; i++) {
+        __global const float4 *e = msc_m + (int) x[i] * Q;
+        const float4 xBv = (float4) (xB);
+        for (int q = lid; q < Q; q += G) {   /* M and I cells from the previous row */
+            __global const float4 *tq = t + q * N_TRANS;
+            const float4 om = mr[q] * pscale;
+            const float4 oi = ir[q] * pscale;
+            const float4 od = dr[q] * pscale;
+            float cm = 0.0f, ci = 0.0f, cd = 0.0f;
+            if (q > 0) { cm = mr[q - 1].w * pscale; ci = ir[q - 1].w * pscale; cd = dr[q - 1].w * pscale; }
+            const float4 mpv = (float4) (cm, om.x, om.y, om.z);
+            const float4 ipv = (float4) (ci, oi.x, oi.y, oi.z);
+            const float4 dpv = (float4) (cd, od.x, od.y, od.z);
+            float4 sv = xBv * tq[T_BM];
+            sv = sv + mpv * tq[T_MM];
+            sv = sv + ipv * tq[T_IM];
+            sv = sv + dpv * tq[T_DM];
+            sv = sv * e[q];
+            lsv[q] = sv;
+            lmd[q] = sv * tq[T_MD];
+            liv[q] = om * tq[T_MI] + oi * tq[T_II];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* the previous row read whole */
+        for (int q = lid; q < Q; q += G) { mr[q] = lsv[q]; ir[q] = liv[q]; }
+        if (lid == 0) {   /* the D chain and the E lane sums, in node order; the specials */
+            float dcarry = 0.0f;
+            float4 xEv = (float4) (0.0f), xEdv = (float4) (0.0f);
+            for (int q = 0; q < Q; q++) {
+                const float4 dd = t[q * N_TRANS + T_DD];
+                const float4 sv = lsv[q], smd = lmd[q];
+                xEv = xEv + sv;
+                float4 dv;
+                dv.x = dcarry;
+                dv.y = smd.x + dv.x * dd.x;
+                dv.z = smd.y + dv.y * dd.y;
+                dv.w = smd.z + dv.z * dd.z;
+                dcarry = smd.w + dv.w * dd.w;
+                xEdv = xEdv + dv;
+                dr[q] = dv;
+            }
+            const float xE = ((xEv.x + xEv.y) + (xEv.z + xEv.w)) + ((xEdv.x + xEdv.y) + (xEdv.z + xEdv.w));
+            xN = xN * nc.y;
+            xC = xC * nc.y + xE * xe.x;
+            xJ = xJ * nc.y + xE * xe.y;
+            xB = xJ * nc.x + xN * nc.x;
+            if (xE > 1.0e4f) {
+                xN = xN / xE;
+                xC = xC / xE;
+                xJ = xJ / xE;
+                xB = xB / xE;
+#ifdef cl_khr_fp64
+                pscale = (float) (1.0 / (double) xE);
+#else
+                pscale = 1.0f / xE;
+#endif
+                totscale = totscale + LOG_AS_HMMER(xE);
+            } else {
+                pscale = 1.0f;
+            }
+            bc[0] = xB; bc[1] = pscale; bc[2] = totscale; bc[3] = xC;   /* (read back from here at the end) */
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        xB = bc[0]; pscale = bc[1];
+    }
+    if (lid == 0) out_nats[p] = (L > 0) ? bc[2] + LOG_AS_HMMER(bc[3] * nc.x) : LOG_AS_HMMER(0.0f * nc.x);
+}

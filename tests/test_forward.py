@@ -166,3 +166,25 @@ def test_forward_filter_matches_float64_forward(default_hmms, msv_sample, device
         assert np.all(np.isfinite(ref)) and np.all(np.isfinite(k)), db.names[m]
         np.testing.assert_allclose(k, ref, rtol=1e-6, atol=1e-4, err_msg=db.names[m])
     assert got.max() > 900  # strong hits were compared (ACR_tran's best: ~995 nats)
+
+
+@pytest.mark.parametrize("wg_cells", [1, 20000])
+def test_group_kernel_equals_serial_kernel(default_db, msv_sample, device, wg_cells):
+    """forward_wg (a work-group per pair: rows spread over the work-items, the D chain and E sums
+    walked by one) gives forward_filter's scores bit for bit: 600 random pairs of the default data
+    plus fragments of 1 and 9 residues, all through forward_wg (wg_cells 1) or the larger ones only."""
+    db, seqs = default_db, msv_sample.seqs
+    lp = profiles.length_params(seqs.lengths, db)
+    batch = filters.DeviceBatch.upload(device, seqs, lp)
+    models = filters.DeviceModels(device, db)
+    rng = np.random.default_rng(5)
+    L = seqs.lengths
+    short = np.concatenate([np.flatnonzero(L == 1)[:1], np.flatnonzero(L == 9)[:1]])
+    pair_seq = np.concatenate([rng.integers(0, len(seqs), 600), np.repeat(short, 20)]).astype(np.int32)
+    pair_model = np.concatenate([rng.integers(0, len(db), 600), rng.integers(0, len(db), 20 * len(short))]).astype(np.int32)
+    ref, _ = filters.ForwardFilter(device, models, 1 << 20, wg_cells=0)(batch, pair_seq, pair_model)
+    ff = filters.ForwardFilter(device, models, 1 << 20, wg_cells=wg_cells)
+    got, _ = ff(batch, pair_seq, pair_model)
+    assert np.array_equal(got.view(np.int32), ref.view(np.int32))
+    cells = db.M[pair_model].astype(np.int64) * L[pair_seq]
+    assert (cells >= wg_cells).sum() > 100 and (wg_cells == 1 or (cells < wg_cells).sum() > 50)

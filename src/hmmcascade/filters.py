@@ -25,6 +25,9 @@ __all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFil
 LOCAL_SIZE = 64
 #: msv_exact_wg: work-items per pair, and the longest model (in 4-node words) its local rows hold.
 MSV_WG, MSV_WG_QMAX = 32, 1024
+#: forward_wg: work-items per pair, and the pairs (cells M L at least) that take it instead of forward_filter:
+#: one work-item per pair runs ~0.1 us per cell, so a pair of 2^18 cells alone keeps a launch for ~25 ms
+FWD_WG, FWD_WG_CELLS = 32, 1 << 18
 #: viterbi_wg: work-items per pair, and the longest model (in 4-node words) its local rows
 #: hold: 6 rows of short4 words, 48 bytes per word, 48,000 bytes at the bound (NVIDIA's
 #: OpenCL allows 48 KiB of local memory per work-group).
@@ -462,12 +465,53 @@ class ForwardFilter(_PairKernel):
 
     row_bytes = 3 * 4
 
-    def __init__(self, dev, models, scratch_bytes):
+    def __init__(self, dev, models, scratch_bytes, wg_cells: int | None = None):
         super().__init__(dev, models, scratch_bytes)
         self.kernel = dev.kernel("forward", "forward_filter")
+        self.wg = dev.kernel("forward", "forward_wg")
+        #: pairs of at least this many cells (M L) go to forward_wg (a work-group each; same
+        #: scores); default FWD_WG_CELLS on GPUs, none on CPUs; $HMMCASCADE_FORWARD_WG_CELLS sets it
+        env = os.environ.get("HMMCASCADE_FORWARD_WG_CELLS")
+        self.wg_cells = int(wg_cells if wg_cells is not None else env if env else
+                            (FWD_WG_CELLS if dev.is_gpu else 0))
 
     def __call__(self, batch, pair_seq, pair_model):
-        return self.run(batch, pair_seq, pair_model, np.float32)
+        pair_seq = np.asarray(pair_seq, dtype=np.int32)
+        pair_model = np.asarray(pair_model, dtype=np.int32)
+        if self.wg_cells <= 0 or len(pair_seq) == 0:
+            return self.run(batch, pair_seq, pair_model, np.float32)
+        cells = self.models.db.M[pair_model].astype(np.int64) * batch.seqs.lengths[pair_seq]
+        fits = self.models.node_words[pair_model] * 16 * 3 + 32 <= self.dev.local_mem_bytes - 1024
+        big = np.flatnonzero((cells >= self.wg_cells) & fits)
+        if len(big) == 0:
+            return self.run(batch, pair_seq, pair_model, np.float32)
+        rest = np.setdiff1d(np.arange(len(pair_seq)), big, assume_unique=True)
+        out = np.empty(len(pair_seq), dtype=np.float32)
+        out[rest], seconds = self.run(batch, pair_seq[rest], pair_model[rest], np.float32)
+        order = big[np.argsort(cells[big], kind="stable")]
+        for lo, hi in self._chunks(pair_model[order]):
+            idx = order[lo:hi]
+            res, sec = self._launch_wg(batch, pair_seq[idx], pair_model[idx])
+            out[idx] = res
+            log_launch("ForwardFilter/wg", sec, lambda: cells[idx])
+            seconds += sec
+        return out, seconds
+
+    def _launch_wg(self, batch, pair_seq, pair_model):
+        """forward_wg on pairs sorted by size (the largest start first)."""
+        n = len(pair_seq)
+        max_Q = int(self.models.node_words[pair_model].max())
+        rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
+        out = self.dev.scratch(n * 4)
+        m = self.models
+        ev = self.wg(
+            self.dev.queue, (n * FWD_WG,), (FWD_WG,),
+            batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
+            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out,
+            self.dev.local(16 * (3 * max_Q + 2)),
+        )
+        return self.dev.from_device(out, np.float32, n), _event_seconds([ev])
 
     def _launch(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
