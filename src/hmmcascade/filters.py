@@ -247,7 +247,8 @@ class MsvFilter:
         )
         xj = self.dev.from_device(out, np.int16, n_mod * n_seq).reshape(n_mod, n_seq)
         seconds = _event_seconds([ev])
-        mi, si = np.nonzero(xj == -2)
+        # the pairs to rerun, found on the flat matrix: a 2-D nonzero is ~10 times slower
+        mi, si = np.divmod(np.flatnonzero(xj == -2), n_seq)
         if len(mi):
             self.reruns += len(mi)
             res, sec = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
