@@ -338,7 +338,10 @@ class _PairKernel:
             return out, 0.0
         if pair_seq.min() < 0 or pair_seq.max() >= len(batch.seqs):
             raise ValueError("pair_seq indexes outside the batch")
-        order = np.lexsort((batch.seqs.lengths[pair_seq], self.models.db.M[pair_model]))
+        # by model length, then target length (stable): lexsort's order from one int64 key, whose
+        # stable sort runs several times faster on the cascade's pairs (sorted runs, model by model)
+        L = batch.seqs.lengths[pair_seq].astype(np.int64)
+        order = np.argsort(self.models.db.M[pair_model].astype(np.int64) * (int(L.max()) + 1) + L, kind="stable")
         seconds = 0.0
         for lo, hi in self._chunks(pair_model[order]):
             idx = order[lo:hi]
