@@ -205,7 +205,6 @@ class Cascade:
         mod_i = np.concatenate(pm)
         usc = np.concatenate(usc_all)
         st.past_msv = len(seq_i)
-        null = lp.nullsc_nats[seq_i]
         host += time.perf_counter() - t1
         if th.bias_filter and len(seq_i):
             hmm_nats, sec = self.bias(batch, seq_i, mod_i)
@@ -213,29 +212,33 @@ class Cascade:
             st.kernel_s["bias"] += sec
             st.pairs["bias"] += len(seq_i)
             st.cells["bias"] += int(L[seq_i].sum())
-            filtersc = ((hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32) + lp.log1mp1_f32[seq_i]).astype(np.float32)
+            filtersc = (hmm_nats + lp.llogp1_f32[seq_i]).astype(np.float32, copy=False)
+            filtersc = (filtersc + lp.log1mp1_f32[seq_i]).astype(np.float32, copy=False)
             bias_bits = stats.bits(usc, filtersc)
-            keep = stats.passes(bias_bits, mod_i, pass_msv, gumbel, ev[:, 0], ev[:, 1], th.F1)
-            seq_i, mod_i, usc, filtersc = seq_i[keep], mod_i[keep], usc[keep], filtersc[keep]
-            bias_bits = bias_bits[keep]
+            # survivors taken by index: numpy's boolean indexing is several times slower on masks this mixed
+            keep = np.flatnonzero(stats.passes(bias_bits, mod_i, pass_msv, gumbel, ev[:, 0], ev[:, 1], th.F1))
+            seq_i, mod_i, filtersc, bias_bits = seq_i[keep], mod_i[keep], filtersc[keep], bias_bits[keep]
             host += time.perf_counter() - t1
         else:
-            filtersc = null
+            filtersc = lp.nullsc_nats[seq_i]
             bias_bits = stats.bits(usc, filtersc)
         st.past_bias = len(seq_i)
         # the Viterbi filter runs where the MSV P-value is above F2
         run_vit = ~stats.passes(bias_bits, mod_i, _pass_bits(cache, gumbel, ev, 0, th.F2), gumbel, ev[:, 0], ev[:, 1],
                                 th.F2)
         if run_vit.any():
-            xc, sec = self.viterbi(batch, seq_i[run_vit], mod_i[run_vit])
+            vi = np.flatnonzero(run_vit)
+            vseq, vmod = seq_i[vi], mod_i[vi]
+            xc, sec = self.viterbi(batch, vseq, vmod)
             t1 = time.perf_counter()
             st.kernel_s["viterbi"] += sec
-            st.pairs["viterbi"] += int(run_vit.sum())
-            st.cells["viterbi"] += int((db.M[mod_i[run_vit]].astype(np.int64) * L[seq_i[run_vit]]).sum())
-            vsc = stats.viterbi_nats(xc, lp.xw_move_i16[seq_i[run_vit]], db.base_w, db.scale_w)
+            st.pairs["viterbi"] += len(vi)
+            st.cells["viterbi"] += int((db.M[vmod].astype(np.int64) * L[vseq]).sum())
+            vsc = stats.viterbi_nats(xc, lp.xw_move_i16[vseq], db.base_w, db.scale_w)
             keep = np.ones(len(seq_i), dtype=bool)
-            keep[run_vit] = stats.passes(stats.bits(vsc, filtersc[run_vit]), mod_i[run_vit],
-                                         _pass_bits(cache, gumbel, ev, 2, th.F2), gumbel, ev[:, 2], ev[:, 3], th.F2)
+            keep[vi] = stats.passes(stats.bits(vsc, filtersc[vi]), vmod, _pass_bits(cache, gumbel, ev, 2, th.F2), gumbel,
+                                    ev[:, 2], ev[:, 3], th.F2)
+            keep = np.flatnonzero(keep)
             seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
@@ -244,11 +247,11 @@ class Cascade:
         st.kernel_s["forward"] += sec
         st.pairs["forward"] += len(seq_i)
         st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
-        keep = stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo, ev[:, 4],
-                            ev[:, 5], th.F3)
-        st.past_fwd = int(keep.sum())
-        out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep],
-               "nullsc": lp.nullsc_nats[seq_i[keep]]}
+        keep = np.flatnonzero(stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo,
+                                           ev[:, 4], ev[:, 5], th.F3))
+        st.past_fwd = len(keep)
+        out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
+        out["nullsc"] = lp.nullsc_nats[out["seq"]]
         host += time.perf_counter() - t1
         if domains:
             i0 = len(self.domains.intervals)
@@ -290,7 +293,8 @@ def _msv_pass(xj: np.ndarray, lo: int, lp, db: ProfileDB, ev: np.ndarray, F1: fl
     usc = stats.msv_nats(xj.reshape(-1)[flat], lp.tjb_u8[si], np.repeat(db.msv_params_u8[lo: lo + n_mod, 2], count),
                          db.scale_b)
     mi = np.repeat(np.arange(lo, lo + n_mod, dtype=np.int32), count)
-    keep = stats.passes(stats.bits(usc, lp.nullsc_nats[si]), mi, pass_bits, stats.gumbel_surv, ev[:, 0], ev[:, 1], F1)
+    keep = np.flatnonzero(stats.passes(stats.bits(usc, lp.nullsc_nats[si]), mi, pass_bits, stats.gumbel_surv, ev[:, 0],
+                                       ev[:, 1], F1))
     return si[keep].astype(np.int32), mi[keep], usc[keep]
 
 

@@ -250,7 +250,8 @@ class MsvFilter:
         )
         xj = self.dev.from_device(out, np.int16, n_mod * n_seq).reshape(n_mod, n_seq)
         seconds = _event_seconds([ev])
-        mi, si = np.nonzero(xj == -2)
+        # the pairs to rerun, found on the flat matrix: a 2-D nonzero is ~10 times slower
+        mi, si = np.divmod(np.flatnonzero(xj == -2), n_seq)
         if len(mi):
             self.reruns += len(mi)
             res, sec = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
@@ -340,7 +341,10 @@ class _PairKernel:
             return out, 0.0
         if pair_seq.min() < 0 or pair_seq.max() >= len(batch.seqs):
             raise ValueError("pair_seq indexes outside the batch")
-        order = np.lexsort((batch.seqs.lengths[pair_seq], self.models.db.M[pair_model]))
+        # by model length, then target length (stable): lexsort's order from one int64 key, whose
+        # stable sort runs several times faster on the cascade's pairs (sorted runs, model by model)
+        L = batch.seqs.lengths[pair_seq].astype(np.int64)
+        order = np.argsort(self.models.db.M[pair_model].astype(np.int64) * (int(L.max()) + 1) + L, kind="stable")
         seconds = 0.0
         for lo, hi in self._chunks(pair_model[order]):
             idx = order[lo:hi]

@@ -48,9 +48,9 @@ def viterbi_nats(xc: np.ndarray, xw_move: np.ndarray, base_w: int, scale_w: floa
 
 def bits(score_nats: np.ndarray, null_nats: np.ndarray) -> np.ndarray:
     """``(float)((sc - null) / eslCONST_LOG2)``: a float bit score as the pipeline stores it."""
-    diff = (np.asarray(score_nats, dtype=f32) - np.asarray(null_nats, dtype=f32)).astype(f32)
+    diff = np.subtract(np.asarray(score_nats, dtype=f32), np.asarray(null_nats, dtype=f32), dtype=f32)
     with np.errstate(invalid="ignore"):
-        return (diff.astype(np.float64) / LOG2).astype(f32)
+        return np.divide(diff, LOG2, dtype=np.float64).astype(f32)
 
 
 def gumbel_surv(x: np.ndarray, mu: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -142,9 +142,10 @@ def passes(x: np.ndarray, model: np.ndarray, thr: np.ndarray, surv, loc: np.ndar
     :func:`pass_thresholds`' ``thr`` (``thr``, ``loc``, ``lam`` per model; ``x``, ``model`` per pair);
     P-values are computed only for the models whose ``thr`` is NaN."""
     x = np.asarray(x, dtype=f32)
-    t = thr[model]
-    keep = ~(x < t)
-    exact = np.flatnonzero(np.isnan(t))
+    keep = x < thr[model]
+    np.logical_not(keep, out=keep)
+    nan_thr = np.isnan(thr)
+    exact = np.flatnonzero(nan_thr[model]) if nan_thr.any() else ()
     if len(exact):
         m = model[exact]
         keep[exact] = ~(surv(x[exact], loc[m], lam[m]) > F)
