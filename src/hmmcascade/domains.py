@@ -105,18 +105,25 @@ def kahan_fsum_segments(values: np.ndarray, starts: np.ndarray, lengths: np.ndar
     if n == 0:
         return out
     order, st, nmax, live = _longest_first(starts, lengths)
-    s, c = np.zeros(n, dtype=F32), np.zeros(n, dtype=F32)
-    at, y, t = np.empty(n, dtype=np.int64), np.empty(n, dtype=F32), np.empty(n, dtype=F32)
+    # s and t swap roles each position (no copy of t into s); a segment's final sum is copied
+    # into the other buffer when it ends, so both hold it.  values[st + pos] is a take from the
+    # view values[pos:] (no index arithmetic); mode="clip" (the indices are in range) spares
+    # take's buffering of ``out``
+    s, t, c = np.zeros(n, dtype=F32), np.zeros(n, dtype=F32), np.zeros(n, dtype=F32)
+    y = np.empty(n, dtype=F32)
+    ended = n
     for pos in range(nmax):
         k = live[pos]
-        at_, y_, t_, s_, c_ = at[:k], y[:k], t[:k], s[:k], c[:k]
-        np.add(st[:k], pos, out=at_)
-        np.take(values, at_, out=y_)
+        if k < ended:
+            t[k:ended] = s[k:ended]
+            ended = k
+        y_, t_, s_, c_ = y[:k], t[:k], s[:k], c[:k]
+        np.take(values[pos:], st[:k], out=y_, mode="clip")
         np.subtract(y_, c_, out=y_)  # y = x - c
         np.add(s_, y_, out=t_)  # t = s + y
         np.subtract(t_, s_, out=c_)
         np.subtract(c_, y_, out=c_)  # c = (t - s) - y
-        s_[...] = t_
+        s, t = t, s
     if trailing_zeros is not None and len(trailing_zeros):
         tz = np.asarray(trailing_zeros)[order]
         zero = F32(0.0)
@@ -149,11 +156,10 @@ def sequential_fsum(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
         acc, first = np.zeros(n, dtype=F32), 0
     else:
         acc, first = values[st].astype(F32), 1
-    at, y = np.empty(n, dtype=np.int64), np.empty(n, dtype=F32)
-    for pos in range(first, nmax):
+    y = np.empty(n, dtype=F32)
+    for pos in range(first, nmax):  # values[st + pos] taken as kahan_fsum_segments takes them
         k = live[pos]
-        np.add(st[:k], pos, out=at[:k])
-        np.take(values, at[:k], out=y[:k])
+        np.take(values[pos:], st[:k], out=y[:k], mode="clip")
         np.add(acc[:k], y[:k], out=acc[:k])
     out[order] = acc
     return out
