@@ -325,20 +325,58 @@ def _ref_sort_hits(hits, th):
 
 @pytest.fixture(scope="module")
 def captured(default_db, default_seqs, device):
-    """A search of the default data that records every ``score_domains`` call (inputs and result)."""
+    """A search of the default data that records every ``score_domains`` call (inputs and result).
+
+    The search passes the envelope results as arrays (``envelopes(traces=False)``); each is run
+    again with whole traces (a dict per job, what the reference code reads), and the recorded
+    inputs carry those dicts.  The (arrays, dicts) pairs go to :data:`_ENVELOPE_PAIRS`."""
     calls = []
     real = domains.score_domains
+    real_env = domains.DomainEngine.envelopes
+    pairs = {}
+
+    def env_spy(self, *a, **kw):
+        out = real_env(self, *a, **kw)
+        if kw.get("traces") is False:
+            pairs[id(out)] = (out, real_env(self, *a, **dict(kw, traces=True)))
+        return out
 
     def spy(*args):
         out = real(*args)
-        calls.append((args, out))
+        arrays, dicts = pairs.get(id(args[-1]), (None, args[-1]))
+        if arrays is not None:
+            _ENVELOPE_PAIRS.append((args, arrays, dicts, out))
+        calls.append((args[:-1] + (dicts,), out))
         return out
 
+    _ENVELOPE_PAIRS.clear()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(domains, "score_domains", spy)
+        mp.setattr(domains.DomainEngine, "envelopes", env_spy)
         res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000))
-    assert calls
+    assert calls and _ENVELOPE_PAIRS
     return res, calls
+
+
+_ENVELOPE_PAIRS: list = []
+
+
+def test_envelope_arrays_equal_dicts(captured):
+    """envelopes(traces=False) (arrays, displayed columns cut from each launch's output) = the dicts
+    of envelopes(traces=True) turned into arrays; score_domains gives the same records from both."""
+    for args, arrays, dicts, out in _ENVELOPE_PAIRS:
+        ref = domains.EnvelopeResults.from_dicts(dicts)
+        assert isinstance(arrays, domains.EnvelopeResults) and len(arrays) == len(dicts) > 100
+        for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
+            assert np.array_equal(getattr(arrays, f), getattr(ref, f)), f
+            assert getattr(arrays, f).dtype == getattr(ref, f).dtype, f
+        for a, b in zip(arrays.cols, ref.cols):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert arrays.valid.sum() > arrays.shown.sum() * 0.9 and arrays.shown.sum() > 100
+        fresh = domains.score_domains(*args)  # (the search's records have been thresholded since)
+        again = domains.score_domains(*args[:-1], dicts)
+        assert [None if a is None else (a.seq_score, [_domain_dict(d) for d in a.domains]) for a in fresh] == \
+            [None if b is None else (b.seq_score, [_domain_dict(d) for d in b.domains]) for b in again]
 
 
 def _domain_dict(d: Domain) -> dict:

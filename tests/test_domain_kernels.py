@@ -248,3 +248,8 @@ def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db,
     eng.k_env_wg = lambda *a: calls.append(a[1][0]) or orig(*a)
     _same_envelopes(ref, eng.envelopes(batch, *jobs, 1), 1)
     assert calls and (W > int(np.median(W))).any()
+    # as arrays (the search's form): the two kernels' parts put back in job order
+    arr, want = eng.envelopes(batch, *jobs, 1, traces=False), domains.EnvelopeResults.from_dicts(ref)
+    for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
+        assert np.array_equal(getattr(arr, f), getattr(want, f)), f
+    assert all(np.array_equal(a, b) for a, b in zip(arr.cols, want.cols))

@@ -411,19 +411,22 @@ class DomainEngine:
         return regions, fl[:, 4].copy(), np.ascontiguousarray(fl[:, :4]), post
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
-                  length: np.ndarray, xfm: np.ndarray, mode: int):
-        """Run envelope jobs.  mode 1: list of dicts (envsc, oasc, null2 weights, trace); mode 0: Forward matrices.
+                  length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True):
+        """Run envelope jobs.  mode 1: envsc, oasc, null2 weights and OA trace per job; mode 0: Forward matrices.
 
-        mode 1 gives per job None where the decoding overflowed or the traceback failed (HMMER:
-        eslERANGE, domain skipped), else a dict: ``envsc``, ``oasc`` (floats), ``null2`` (the 20
-        canonical odds before degeneracy averaging) and the OA trace ``st``, ``k``, ``i`` (residue
-        numbers within the envelope, 1-based), ``pp``.  mode 0 gives per job ``(F [Ld+1, 3, W],
-        fx [Ld+1, 6], envsc)``.
+        mode 1 with ``traces`` gives per job None where the decoding overflowed or the traceback
+        failed (HMMER: eslERANGE, domain skipped), else a dict: ``envsc``, ``oasc`` (floats),
+        ``null2`` (the 20 canonical odds before degeneracy averaging) and the OA trace ``st``,
+        ``k``, ``i`` (residue numbers within the envelope, 1-based), ``pp``.  Without ``traces``
+        (the search's way) it gives the same as arrays, :class:`EnvelopeResults`, with only the
+        trace columns an alignment display shows, taken from each launch's output at once.
+        mode 0 gives per job ``(F [Ld+1, 3, W], fx [Ld+1, 6], envsc)``.
         """
         n = len(seq)
         results = [None] * n
+        arrays = mode == 1 and not traces
         if n == 0:
-            return results
+            return EnvelopeResults.from_pieces(0, []) if arrays else results
         cl = _cl()
         seq = np.asarray(seq, dtype=np.int64)
         model = np.asarray(model, dtype=np.int64)
@@ -431,18 +434,22 @@ class DomainEngine:
         if use_wg:  # envelope_wg's local rows: 3 W + 8 floats; longer models go to the serial kernel
             fits = 4 * (3 * self._W[model] + 8) <= self.dev.local_mem_bytes - 1024
             if not fits.all():
+                parts = []
                 path, self.envelope_path = self.envelope_path, "serial"
                 try:
                     rest = np.flatnonzero(~fits)
-                    for t, r in zip(rest.tolist(), self.envelopes(batch, seq[rest], model[rest], np.asarray(start)[rest],
-                                                                  np.asarray(length)[rest], np.asarray(xfm)[rest], mode)):
-                        results[t] = r
+                    parts.append((rest, self.envelopes(batch, seq[rest], model[rest], np.asarray(start)[rest],
+                                                       np.asarray(length)[rest], np.asarray(xfm)[rest], mode, traces)))
                 finally:
                     self.envelope_path = path
                 keep = np.flatnonzero(fits)
-                for t, r in zip(keep.tolist(), self.envelopes(batch, seq[keep], model[keep], np.asarray(start)[keep],
-                                                              np.asarray(length)[keep], np.asarray(xfm)[keep], mode)):
-                    results[t] = r
+                parts.append((keep, self.envelopes(batch, seq[keep], model[keep], np.asarray(start)[keep],
+                                                   np.asarray(length)[keep], np.asarray(xfm)[keep], mode, traces)))
+                if arrays:
+                    return EnvelopeResults.combine(n, parts)
+                for idx, res in parts:
+                    for t, r in zip(idx.tolist(), res):
+                        results[t] = r
                 return results
         Ld = np.asarray(length, dtype=np.int64)
         M = self.db.M[model].astype(np.int64)
@@ -468,6 +475,7 @@ class DomainEngine:
         m = self.models
         msc, msc_off = self._node_emissions()
         pending = []
+        pieces = []  # arrays: per launch, its valid jobs' results
 
         def finish(j0, j1, ev, read, keep):
             k = j1 - j0
@@ -478,8 +486,19 @@ class DomainEngine:
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
             info, n2w, tr, pp = read()
-            st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
             nt = info[:, 2].astype(np.int64)
+            if arrays:  # the valid jobs' values, and the displayed columns of their traces, at once
+                v = np.flatnonzero((info[:, 3] == 0.0) & (nt >= 0))
+                e = (tr_off + c)[v]
+                good, z1, z2 = _oa_segments(tr[:, 0], e - nt[v], e)
+                ncol = np.where(good, z2 - z1 + 1, 0)
+                g = np.flatnonzero(good)
+                idx = _ranges(z1[g], ncol[g])
+                pieces.append(dict(job=order[j0:j1][v], envsc=info[v, 0].astype(np.float64),
+                                   oasc=info[v, 1].astype(np.float64), null2=n2w[v], shown=good, ncol=ncol,
+                                   cols=(tr[idx, 0].astype(np.uint8), tr[idx, 1], tr[idx, 2], pp[idx])))
+                return
+            st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
             bad = ((info[:, 3] != 0.0) | (nt < 0)).tolist()
             ends = (tr_off + c).tolist()
             env, oa = info[:, 0].tolist(), info[:, 1].tolist()
@@ -533,7 +552,7 @@ class DomainEngine:
         while pending:
             finish(*pending.pop(0))
         self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
-        return results
+        return EnvelopeResults.from_pieces(n, pieces) if arrays else results
 
     # ---- helpers of decode() and envelopes() ---------------------------------------------------
     def _launches(self, lane_need: np.ndarray, interleave: bool, extra: np.ndarray | None = None,
@@ -712,7 +731,7 @@ class DomainEngine:
             pmove = (F32(2.0) / (L.astype(F32) + F32(2.0))).astype(F32)
             xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)],
                            axis=1)
-            env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1)
+            env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False)
         return score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
                              ensemble_out, jobs, env)
 
@@ -855,6 +874,79 @@ def _oa_segments(st: np.ndarray, start: np.ndarray, end: np.ndarray):
         cand[active] -= 1
     z2 = np.where(ok, cand, 0)
     return ok, z1, z2
+
+
+@dataclass
+class EnvelopeResults:
+    """Envelope kernel results as arrays over the jobs (job order), for :func:`score_domains`.
+
+    ``valid``: the job has a result (no decoding overflow, the traceback done); ``envsc``, ``oasc``
+    (float64 of the kernel's float32), ``null2`` ([n, 20] float32, before degeneracy averaging);
+    ``shown``: valid, with an alignment to display; ``ncol``: its displayed trace columns, which
+    ``cols`` = (st uint8, k int32, i int32, pp float32) hold job after job.
+    """
+
+    valid: np.ndarray
+    envsc: np.ndarray
+    oasc: np.ndarray
+    null2: np.ndarray
+    shown: np.ndarray
+    ncol: np.ndarray
+    cols: tuple
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+    @classmethod
+    def from_pieces(cls, n: int, pieces: list) -> "EnvelopeResults":
+        """From per-launch pieces (dicts: ``job`` (valid jobs' numbers), ``envsc``, ``oasc``, ``null2``,
+        ``shown``, ``ncol`` over those jobs, ``cols`` of their shown columns in piece order)."""
+        def cat(key, dtype, shape=()):
+            parts = [p[key] for p in pieces]
+            return np.concatenate(parts) if parts else np.zeros((0,) + shape, dtype=dtype)
+
+        job = cat("job", np.int64)
+        valid = np.zeros(n, dtype=bool)
+        valid[job] = True
+        out = {}
+        for key, dtype, shape in (("envsc", np.float64, ()), ("oasc", np.float64, ()), ("null2", F32, (20,)),
+                                  ("shown", bool, ()), ("ncol", np.int64, ())):
+            arr = np.zeros((n,) + shape, dtype=dtype)
+            arr[job] = cat(key, dtype, shape)
+            out[key] = arr
+        shown_piece = cat("shown", bool)
+        sjob = job[shown_piece]  # shown jobs, piece order (their columns' order in the pieces)
+        sn = cat("ncol", np.int64)[shown_piece]
+        perm = np.argsort(sjob, kind="stable")
+        idx = _ranges(_starts(sn)[perm], sn[perm])
+        cols = []
+        for c, dtype in enumerate((np.uint8, np.int32, np.int32, F32)):
+            parts = [p["cols"][c] for p in pieces]
+            flat = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+            cols.append(flat[idx])
+        return cls(valid=valid, cols=tuple(cols), **out)
+
+    @classmethod
+    def combine(cls, n: int, parts: list) -> "EnvelopeResults":
+        """The results of n jobs from (job numbers, EnvelopeResults of those jobs) parts."""
+        pieces = []
+        for idx, r in parts:
+            v = np.flatnonzero(r.valid)
+            pieces.append(dict(job=np.asarray(idx)[v], envsc=r.envsc[v], oasc=r.oasc[v], null2=r.null2[v],
+                               shown=r.shown[v], ncol=r.ncol[v], cols=r.cols))
+        return cls.from_pieces(n, pieces)
+
+    @classmethod
+    def from_dicts(cls, env: list) -> "EnvelopeResults":
+        """From :meth:`DomainEngine.envelopes`' list of dicts (None: no result)."""
+        vj = np.flatnonzero(np.array([r is not None for r in env], dtype=bool).reshape(len(env)))
+        res = [env[t] for t in vj.tolist()]
+        ok, ncol, cols = _displayed_columns(res)
+        piece = dict(job=vj, envsc=np.fromiter(map(itemgetter("envsc"), res), dtype=np.float64, count=len(res)),
+                     oasc=np.fromiter(map(itemgetter("oasc"), res), dtype=np.float64, count=len(res)),
+                     null2=np.array([r["null2"] for r in res], dtype=F32).reshape(-1, 20), shown=ok, ncol=ncol,
+                     cols=cols)
+        return cls.from_pieces(len(env), [piece])
 
 
 def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
@@ -1047,12 +1139,11 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     nenvelopes = np.bincount(jobs.pair, minlength=n).astype(np.int64)
 
     # envelope kernel results of the jobs that have one
-    vj = np.flatnonzero(np.array([r is not None for r in env], dtype=bool).reshape(J))
-    res = [r for r in env if r is not None]
-    nv = len(res)
-    envsc = np.fromiter(map(itemgetter("envsc"), res), dtype=np.float64, count=nv)
-    oasc = np.fromiter(map(itemgetter("oasc"), res), dtype=np.float64, count=nv)
-    ok, ncol, cols = _displayed_columns(res)
+    if not isinstance(env, EnvelopeResults):
+        env = EnvelopeResults.from_dicts(list(env)) if J else EnvelopeResults.from_pieces(0, [])
+    vj = np.flatnonzero(env.valid)
+    envsc, oasc = env.envsc[vj], env.oasc[vj]
+    ok, ncol, cols = env.shown[vj], env.ncol[vj], env.cols
 
     # kept domains (an envelope with a displayable alignment), in job order
     dv = np.flatnonzero(ok)  # into the valid jobs
@@ -1095,7 +1186,7 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     sj = vj[single]
     s_pair, s_len = jobs.pair[sj], jobs.j[sj] - jobs.i[sj] + 1
     # logf (the C library's, as HMMER) of each envelope's KP odds, then looked up per residue
-    odds = null2_odds_rows(np.array([res[t]["null2"] for t in single.tolist()], dtype=F32).reshape(-1, 20))
+    odds = null2_odds_rows(env.null2[vj[single]])
     logodds = logf_array(odds)
     src_start = seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1  # residues of each envelope
     shift = span_off[s_pair] + jobs.i[sj] - span_lo[s_pair] - src_start  # residue index -> n2sc index
