@@ -448,6 +448,105 @@ inline int striped_rank(const int k, const int Q) { return ((k - 1) % Q) * 4 + (
         dv = fmax(a_, b_);                                                          \
     }
 
+/* p7_OATrace of an envelope job, written backwards from the end of its trace slot (tr, tpp: Ld + M + 8
+ * entries of (state, k, i, 0) and posteriors).  The job's full scratch p (word stride ws, rows of R
+ * floats, file comment): F rows hold the OA scores, B rows the posteriors.  Returns the entries
+ * written, or -1 where the traceback failed. */
+int oa_trace(__global const float *p, const int ws, const int R, const int W, const int M, const int Q,
+             const int Ld, __global const float *t, const float4 xfm, __global int4 *tr, __global float *tpp)
+{
+    const float nmove = xfm.x, nloop = xfm.y, emove_cfg = xfm.z, eloop_cfg = xfm.w;
+    const float NEG = -INFINITY;
+    const long B0 = 3 * W, px0 = 6 * W + 2 * NX, ox0 = px0 + NX;
+#define FC(i, st, k) p[el((long) (i) * R + (st) * W + (k) - 1, ws)]
+#define BC(i, st, k) p[el((long) (i) * R + B0 + (st) * W + (k) - 1, ws)]
+#define PX(i, c) p[el((long) (i) * R + px0 + (c), ws)]
+#define OX(i, c) p[el((long) (i) * R + ox0 + (c), ws)]
+    const int cap = Ld + M + 8;
+    int n = 0;
+    int i = Ld, k = 0, s0 = ST_C;
+    tr[cap - 1 - n] = (int4) (ST_T, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
+    tr[cap - 1 - n] = (int4) (ST_C, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
+    int ok = 1;
+    while (s0 != ST_S) {
+        int s1 = -1;
+        if (n >= cap) { ok = 0; break; }
+        if (s0 == ST_M) {
+            float path[4];
+            const float mv = (k > 1) ? FC(i - 1, 0, k - 1) : 0.0f;
+            const float iv = (k > 1) ? FC(i - 1, 1, k - 1) : 0.0f;
+            const float dvv = (k > 1) ? FC(i - 1, 2, k - 1) : 0.0f;
+            path[3] = (TR(t, k, T_BM) == 0.0f) ? NEG : OX(i - 1, XB);
+            path[0] = (TR(t, k, T_MM) == 0.0f) ? NEG : mv;
+            path[1] = (TR(t, k, T_IM) == 0.0f) ? NEG : iv;
+            path[2] = (TR(t, k, T_DM) == 0.0f) ? NEG : dvv;
+            int best = 0;
+            for (int a = 1; a < 4; a++) if (path[a] > path[best]) best = a;
+            const int states[4] = {ST_M, ST_I, ST_D, ST_B};
+            s1 = states[best];
+            k--; i--;
+        } else if (s0 == ST_D) {
+            const float a = (k > 1 && TR(t, k - 1, T_MD) != 0.0f) ? FC(i, 0, k - 1) : NEG;
+            const float b = (k > 1 && TR(t, k - 1, T_DD) != 0.0f) ? FC(i, 2, k - 1) : NEG;
+            s1 = (a >= b) ? ST_M : ST_D;
+            k--;
+        } else if (s0 == ST_I) {
+            const float a = (TR(t, k, T_MI) == 0.0f) ? NEG : FC(i - 1, 0, k);
+            const float b = (TR(t, k, T_II) == 0.0f) ? NEG : FC(i - 1, 1, k);
+            s1 = (a >= b) ? ST_M : ST_I;
+            i--;
+        } else if (s0 == ST_N) {
+            s1 = (i == 0) ? ST_S : ST_N;
+        } else if (s0 == ST_C) {
+            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XC) + PX(i, XC);
+            const float b = (emove_cfg == 0.0f) ? NEG : OX(i, XE);
+            s1 = (a > b) ? ST_C : ST_E;
+        } else if (s0 == ST_J) {
+            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XJ) + PX(i, XJ);
+            const float b = (eloop_cfg == 0.0f) ? NEG : OX(i, XE);
+            s1 = (a > b) ? ST_J : ST_E;
+        } else if (s0 == ST_E) {
+            float best = NEG;
+            int bs = -1, bk = 0;
+            for (int q = 0; q < Q; q++) {
+                for (int l = 0; l < 4; l++) {
+                    const int kk = l * Q + q + 1;
+                    const float v = (kk <= W) ? FC(i, 0, kk) : 0.0f;
+                    if (v >= best) { best = v; bs = ST_M; bk = kk; }
+                }
+                for (int l = 0; l < 4; l++) {
+                    const int kk = l * Q + q + 1;
+                    const float v = (kk <= W) ? FC(i, 2, kk) : 0.0f;
+                    if (v > best) { best = v; bs = ST_D; bk = kk; }
+                }
+            }
+            s1 = bs; k = bk;
+            if (k > M) { ok = 0; break; }
+        } else if (s0 == ST_B) {
+            const float a = (nmove == 0.0f) ? NEG : OX(i, XN);
+            const float b = (nmove == 0.0f) ? NEG : OX(i, XJ);
+            s1 = (a > b) ? ST_N : ST_J;
+        }
+        if (s1 < 0) { ok = 0; break; }
+        float post = 0.0f;
+        if (s1 == ST_M) post = BC(i, 0, k);
+        else if (s1 == ST_I) post = BC(i, 1, k);
+        else if (s1 == s0 && (s1 == ST_N || s1 == ST_C || s1 == ST_J)) {
+            post = PX(i, (s1 == ST_N ? XN : (s1 == ST_C ? XC : XJ)));
+        }
+        tr[cap - 1 - n] = (int4) (s1, k, i, 0);
+        tpp[cap - 1 - n] = post;
+        n++;
+        if ((s1 == ST_N || s1 == ST_J || s1 == ST_C) && s1 == s0) i--;
+        s0 = s1;
+    }
+    return ok ? n : -1;
+#undef FC
+#undef BC
+#undef PX
+#undef OX
+}
+
 /* Envelope job: see the file comment.
  * mode & 2: msc is the node-major emission table, else the filters' [x][W] one.
  * mode & 1 (full): scratch in the word-interleaved layout (ws = work-group size; the host groups jobs);
@@ -615,88 +714,8 @@ __kernel void envelope(
     }
     const float oasc = OX(Ld, XC);
 
-    /* p7_OATrace, written backwards from the end of this job's trace slot. */
-    __global int4 *tr = trace + trace_off[j];
-    __global float *tpp = trace_pp + trace_off[j];
-    const int cap = Ld + M + 8;
-    int n = 0;
-    int i = Ld, k = 0, s0 = ST_C;
-    tr[cap - 1 - n] = (int4) (ST_T, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
-    tr[cap - 1 - n] = (int4) (ST_C, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
-    int ok = 1;
-    while (s0 != ST_S) {
-        int s1 = -1;
-        if (n >= cap) { ok = 0; break; }
-        if (s0 == ST_M) {
-            float path[4];
-            const float mv = (k > 1) ? FC(i - 1, 0, k - 1) : 0.0f;
-            const float iv = (k > 1) ? FC(i - 1, 1, k - 1) : 0.0f;
-            const float dvv = (k > 1) ? FC(i - 1, 2, k - 1) : 0.0f;
-            path[3] = (TR(t, k, T_BM) == 0.0f) ? NEG : OX(i - 1, XB);
-            path[0] = (TR(t, k, T_MM) == 0.0f) ? NEG : mv;
-            path[1] = (TR(t, k, T_IM) == 0.0f) ? NEG : iv;
-            path[2] = (TR(t, k, T_DM) == 0.0f) ? NEG : dvv;
-            int best = 0;
-            for (int a = 1; a < 4; a++) if (path[a] > path[best]) best = a;
-            const int states[4] = {ST_M, ST_I, ST_D, ST_B};
-            s1 = states[best];
-            k--; i--;
-        } else if (s0 == ST_D) {
-            const float a = (k > 1 && TR(t, k - 1, T_MD) != 0.0f) ? FC(i, 0, k - 1) : NEG;
-            const float b = (k > 1 && TR(t, k - 1, T_DD) != 0.0f) ? FC(i, 2, k - 1) : NEG;
-            s1 = (a >= b) ? ST_M : ST_D;
-            k--;
-        } else if (s0 == ST_I) {
-            const float a = (TR(t, k, T_MI) == 0.0f) ? NEG : FC(i - 1, 0, k);
-            const float b = (TR(t, k, T_II) == 0.0f) ? NEG : FC(i - 1, 1, k);
-            s1 = (a >= b) ? ST_M : ST_I;
-            i--;
-        } else if (s0 == ST_N) {
-            s1 = (i == 0) ? ST_S : ST_N;
-        } else if (s0 == ST_C) {
-            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XC) + PX(i, XC);
-            const float b = (emove_cfg == 0.0f) ? NEG : OX(i, XE);
-            s1 = (a > b) ? ST_C : ST_E;
-        } else if (s0 == ST_J) {
-            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XJ) + PX(i, XJ);
-            const float b = (eloop_cfg == 0.0f) ? NEG : OX(i, XE);
-            s1 = (a > b) ? ST_J : ST_E;
-        } else if (s0 == ST_E) {
-            float best = NEG;
-            int bs = -1, bk = 0;
-            for (int q = 0; q < Q; q++) {
-                for (int l = 0; l < 4; l++) {
-                    const int kk = l * Q + q + 1;
-                    const float v = (kk <= W) ? FC(i, 0, kk) : 0.0f;
-                    if (v >= best) { best = v; bs = ST_M; bk = kk; }
-                }
-                for (int l = 0; l < 4; l++) {
-                    const int kk = l * Q + q + 1;
-                    const float v = (kk <= W) ? FC(i, 2, kk) : 0.0f;
-                    if (v > best) { best = v; bs = ST_D; bk = kk; }
-                }
-            }
-            s1 = bs; k = bk;
-            if (k > M) { ok = 0; break; }
-        } else if (s0 == ST_B) {
-            const float a = (nmove == 0.0f) ? NEG : OX(i, XN);
-            const float b = (nmove == 0.0f) ? NEG : OX(i, XJ);
-            s1 = (a > b) ? ST_N : ST_J;
-        }
-        if (s1 < 0) { ok = 0; break; }
-        float post = 0.0f;
-        if (s1 == ST_M) post = BC(i, 0, k);
-        else if (s1 == ST_I) post = BC(i, 1, k);
-        else if (s1 == s0 && (s1 == ST_N || s1 == ST_C || s1 == ST_J)) {
-            post = PX(i, (s1 == ST_N ? XN : (s1 == ST_C ? XC : XJ)));
-        }
-        tr[cap - 1 - n] = (int4) (s1, k, i, 0);
-        tpp[cap - 1 - n] = post;
-        n++;
-        if ((s1 == ST_N || s1 == ST_J || s1 == ST_C) && s1 == s0) i--;
-        s0 = s1;
-    }
-    info[j] = (float4) (envsc, oasc, ok ? (float) n : -1.0f, 0.0f);
+    const int nt = oa_trace(p, ws, R, W, M, Q, Ld, t, xfm, trace + trace_off[j], trace_pp + trace_off[j]);
+    info[j] = (float4) (envsc, oasc, (float) nt, 0.0f);
 #undef FC
 #undef BC
 #undef FX
@@ -1142,89 +1161,8 @@ __kernel void envelope_wg(
     if (lid != 0) return;
     const float envsc = bc[4];
     const float oasc = OX(Ld, XC);
-    const float emove_cfg = emove, eloop_cfg = eloop;
-    /* p7_OATrace, written backwards from the end of this job's trace slot. */
-    __global int4 *tr = trace + trace_off[j];
-    __global float *tpp = trace_pp + trace_off[j];
-    const int cap = Ld + M + 8;
-    int n = 0;
-    int i = Ld, k = 0, s0 = ST_C;
-    tr[cap - 1 - n] = (int4) (ST_T, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
-    tr[cap - 1 - n] = (int4) (ST_C, 0, i, 0); tpp[cap - 1 - n] = 0.0f; n++;
-    int ok = 1;
-    while (s0 != ST_S) {
-        int s1 = -1;
-        if (n >= cap) { ok = 0; break; }
-        if (s0 == ST_M) {
-            float path[4];
-            const float mv = (k > 1) ? FC(i - 1, 0, k - 1) : 0.0f;
-            const float iv = (k > 1) ? FC(i - 1, 1, k - 1) : 0.0f;
-            const float dvv = (k > 1) ? FC(i - 1, 2, k - 1) : 0.0f;
-            path[3] = (TR(t, k, T_BM) == 0.0f) ? NEG : OX(i - 1, XB);
-            path[0] = (TR(t, k, T_MM) == 0.0f) ? NEG : mv;
-            path[1] = (TR(t, k, T_IM) == 0.0f) ? NEG : iv;
-            path[2] = (TR(t, k, T_DM) == 0.0f) ? NEG : dvv;
-            int best = 0;
-            for (int a = 1; a < 4; a++) if (path[a] > path[best]) best = a;
-            const int states[4] = {ST_M, ST_I, ST_D, ST_B};
-            s1 = states[best];
-            k--; i--;
-        } else if (s0 == ST_D) {
-            const float a = (k > 1 && TR(t, k - 1, T_MD) != 0.0f) ? FC(i, 0, k - 1) : NEG;
-            const float b = (k > 1 && TR(t, k - 1, T_DD) != 0.0f) ? FC(i, 2, k - 1) : NEG;
-            s1 = (a >= b) ? ST_M : ST_D;
-            k--;
-        } else if (s0 == ST_I) {
-            const float a = (TR(t, k, T_MI) == 0.0f) ? NEG : FC(i - 1, 0, k);
-            const float b = (TR(t, k, T_II) == 0.0f) ? NEG : FC(i - 1, 1, k);
-            s1 = (a >= b) ? ST_M : ST_I;
-            i--;
-        } else if (s0 == ST_N) {
-            s1 = (i == 0) ? ST_S : ST_N;
-        } else if (s0 == ST_C) {
-            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XC) + PX(i, XC);
-            const float b = (emove_cfg == 0.0f) ? NEG : OX(i, XE);
-            s1 = (a > b) ? ST_C : ST_E;
-        } else if (s0 == ST_J) {
-            const float a = (nloop == 0.0f) ? NEG : OX(i - 1, XJ) + PX(i, XJ);
-            const float b = (eloop_cfg == 0.0f) ? NEG : OX(i, XE);
-            s1 = (a > b) ? ST_J : ST_E;
-        } else if (s0 == ST_E) {
-            float best = NEG;
-            int bs = -1, bk = 0;
-            for (int q = 0; q < Q; q++) {
-                for (int l = 0; l < 4; l++) {
-                    const int kk = l * Q + q + 1;
-                    const float v = (kk <= W) ? FC(i, 0, kk) : 0.0f;
-                    if (v >= best) { best = v; bs = ST_M; bk = kk; }
-                }
-                for (int l = 0; l < 4; l++) {
-                    const int kk = l * Q + q + 1;
-                    const float v = (kk <= W) ? FC(i, 2, kk) : 0.0f;
-                    if (v > best) { best = v; bs = ST_D; bk = kk; }
-                }
-            }
-            s1 = bs; k = bk;
-            if (k > M) { ok = 0; break; }
-        } else if (s0 == ST_B) {
-            const float a = (nmove == 0.0f) ? NEG : OX(i, XN);
-            const float b = (nmove == 0.0f) ? NEG : OX(i, XJ);
-            s1 = (a > b) ? ST_N : ST_J;
-        }
-        if (s1 < 0) { ok = 0; break; }
-        float post = 0.0f;
-        if (s1 == ST_M) post = BC(i, 0, k);
-        else if (s1 == ST_I) post = BC(i, 1, k);
-        else if (s1 == s0 && (s1 == ST_N || s1 == ST_C || s1 == ST_J)) {
-            post = PX(i, (s1 == ST_N ? XN : (s1 == ST_C ? XC : XJ)));
-        }
-        tr[cap - 1 - n] = (int4) (s1, k, i, 0);
-        tpp[cap - 1 - n] = post;
-        n++;
-        if ((s1 == ST_N || s1 == ST_J || s1 == ST_C) && s1 == s0) i--;
-        s0 = s1;
-    }
-    info[j] = (float4) (envsc, oasc, ok ? (float) n : -1.0f, 0.0f);
+    const int nt = oa_trace(p, 1, R, W, M, Q, Ld, t, xfm, trace + trace_off[j], trace_pp + trace_off[j]);
+    info[j] = (float4) (envsc, oasc, (float) nt, 0.0f);
 #undef FC
 #undef BC
 #undef FX
