@@ -27,6 +27,32 @@
  */
 #include "hmmcascade.h"
 
+/* Row i's specials from its E (nc: N/C/J move, loop; xe: E move, loop): N, C, J, B, and HMMER's
+ * sparse rescaling when E > 1e4 (the specials divided by E, the next row read times *pscale = 1/E,
+ * log E added to *totscale). */
+inline void forward_specials(const float xE, const float2 nc, const float2 xe, float *xN, float *xC, float *xJ,
+                             float *xB, float *pscale, float *totscale)
+{
+    *xN = *xN * nc.y;
+    *xC = *xC * nc.y + xE * xe.x;
+    *xJ = *xJ * nc.y + xE * xe.y;
+    *xB = *xJ * nc.x + *xN * nc.x;
+    if (xE > 1.0e4f) {
+        *xN = *xN / xE;
+        *xC = *xC / xE;
+        *xJ = *xJ / xE;
+        *xB = *xB / xE;
+#ifdef cl_khr_fp64
+        *pscale = (float) (1.0 / (double) xE);
+#else
+        *pscale = 1.0f / xE;
+#endif
+        *totscale = *totscale + LOG_AS_HMMER(xE);
+    } else {
+        *pscale = 1.0f;
+    }
+}
+
 __kernel void forward_filter(
     __global const uchar *dsq,
     __global const long  *seq_off,
@@ -100,24 +126,7 @@ __kernel void forward_filter(
             ir[q * stride] = om * tq[T_MI] + oi * tq[T_II];
         }
         const float xE = ((xEv.x + xEv.y) + (xEv.z + xEv.w)) + ((xEdv.x + xEdv.y) + (xEdv.z + xEdv.w));
-        xN = xN * nc.y;
-        xC = xC * nc.y + xE * xe.x;
-        xJ = xJ * nc.y + xE * xe.y;
-        xB = xJ * nc.x + xN * nc.x;
-        if (xE > 1.0e4f) {
-            xN = xN / xE;
-            xC = xC / xE;
-            xJ = xJ / xE;
-            xB = xB / xE;
-#ifdef cl_khr_fp64
-            pscale = (float) (1.0 / (double) xE);
-#else
-            pscale = 1.0f / xE;
-#endif
-            totscale = totscale + LOG_AS_HMMER(xE);
-        } else {
-            pscale = 1.0f;
-        }
+        forward_specials(xE, nc, xe, &xN, &xC, &xJ, &xB, &pscale, &totscale);
     }
     out_nats[p] = totscale + LOG_AS_HMMER(xC * nc.x);
 }
@@ -216,24 +225,7 @@ __kernel void forward_wg(
                 dr[q] = dv;
             }
             const float xE = ((xEv.x + xEv.y) + (xEv.z + xEv.w)) + ((xEdv.x + xEdv.y) + (xEdv.z + xEdv.w));
-            xN = xN * nc.y;
-            xC = xC * nc.y + xE * xe.x;
-            xJ = xJ * nc.y + xE * xe.y;
-            xB = xJ * nc.x + xN * nc.x;
-            if (xE > 1.0e4f) {
-                xN = xN / xE;
-                xC = xC / xE;
-                xJ = xJ / xE;
-                xB = xB / xE;
-#ifdef cl_khr_fp64
-                pscale = (float) (1.0 / (double) xE);
-#else
-                pscale = 1.0f / xE;
-#endif
-                totscale = totscale + LOG_AS_HMMER(xE);
-            } else {
-                pscale = 1.0f;
-            }
+            forward_specials(xE, nc, xe, &xN, &xC, &xJ, &xB, &pscale, &totscale);
             bc[0] = xB; bc[1] = pscale; bc[2] = totscale; bc[3] = xC;   /* (read back from here at the end) */
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
