@@ -482,51 +482,39 @@ class ForwardFilter(_PairKernel):
     def __call__(self, batch, pair_seq, pair_model):
         pair_seq = np.asarray(pair_seq, dtype=np.int32)
         pair_model = np.asarray(pair_model, dtype=np.int32)
-        if self.wg_cells <= 0 or len(pair_seq) == 0:
-            return self.run(batch, pair_seq, pair_model, np.float32)
         cells = self.models.db.M[pair_model].astype(np.int64) * batch.seqs.lengths[pair_seq]
-        fits = self.models.node_words[pair_model] * 16 * 3 + 32 <= self.dev.local_mem_bytes - 1024
-        big = np.flatnonzero((cells >= self.wg_cells) & fits)
+        fits = _fwd_wg_local_bytes(self.models.node_words[pair_model]) <= self.dev.local_mem_bytes - 1024
+        big = np.flatnonzero((cells >= self.wg_cells) & fits) if self.wg_cells > 0 else np.zeros(0, np.int64)
         if len(big) == 0:
             return self.run(batch, pair_seq, pair_model, np.float32)
         rest = np.setdiff1d(np.arange(len(pair_seq)), big, assume_unique=True)
         out = np.empty(len(pair_seq), dtype=np.float32)
         out[rest], seconds = self.run(batch, pair_seq[rest], pair_model[rest], np.float32)
-        order = big[np.argsort(cells[big], kind="stable")]
+        order = big[np.argsort(cells[big], kind="stable")]  # forward_wg starts the largest first
         for lo, hi in self._chunks(pair_model[order]):
             idx = order[lo:hi]
-            res, sec = self._launch_wg(batch, pair_seq[idx], pair_model[idx])
-            out[idx] = res
+            out[idx], sec = self._launch(batch, pair_seq[idx], pair_model[idx], np.float32, wg=True)
             log_launch("ForwardFilter/wg", sec, lambda: cells[idx])
             seconds += sec
         return out, seconds
 
-    def _launch_wg(self, batch, pair_seq, pair_model):
-        """forward_wg on pairs sorted by size (the largest start first)."""
+    def _launch(self, batch, pair_seq, pair_model, out_dtype, wg: bool = False):
+        """forward_filter (a work-item per pair) or, with ``wg``, forward_wg (a work-group per pair)."""
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
         rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
         out = self.dev.scratch(n * 4)
         m = self.models
-        ev = self.wg(
-            self.dev.queue, (n * FWD_WG,), (FWD_WG,),
-            batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
-            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
-            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out,
-            self.dev.local(16 * (3 * max_Q + 2)),
-        )
+        args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
+                self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+                m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out)
+        if wg:
+            ev = self.wg(self.dev.queue, (n * FWD_WG,), (FWD_WG,), *args, self.dev.local(_fwd_wg_local_bytes(max_Q)))
+        else:
+            ev = self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)
         return self.dev.from_device(out, np.float32, n), _event_seconds([ev])
 
-    def _launch(self, batch, pair_seq, pair_model, out_dtype):
-        n = len(pair_seq)
-        max_Q = int(self.models.node_words[pair_model].max())
-        rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
-        out = self.dev.scratch(n * 4)
-        m = self.models
-        ev = self.kernel(
-            self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
-            batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
-            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
-            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out,
-        )
-        return self.dev.from_device(out, np.float32, n), _event_seconds([ev])
+
+def _fwd_wg_local_bytes(Q):
+    """forward_wg's local memory for models of Q words: M cells, M tMD and I cells, then 2 words of specials."""
+    return 16 * (3 * Q + 2)
