@@ -181,7 +181,8 @@ def test_group_kernel_equals_serial_kernel(default_db, msv_sample, device, wg_ce
     L = seqs.lengths
     short = np.concatenate([np.flatnonzero(L == 1)[:1], np.flatnonzero(L == 9)[:1]])
     pair_seq = np.concatenate([rng.integers(0, len(seqs), 600), np.repeat(short, 20)]).astype(np.int32)
-    pair_model = np.concatenate([rng.integers(0, len(db), 600), rng.integers(0, len(db), 20 * len(short))]).astype(np.int32)
+    pair_model = np.concatenate([rng.integers(0, len(db), 600),
+                                 rng.integers(0, len(db), 20 * len(short))]).astype(np.int32)
     ref, _ = filters.ForwardFilter(device, models, 1 << 20, wg_cells=0)(batch, pair_seq, pair_model)
     ff = filters.ForwardFilter(device, models, 1 << 20, wg_cells=wg_cells)
     got, _ = ff(batch, pair_seq, pair_model)

@@ -307,7 +307,8 @@ class DomainEngine:
         #: or "serial" (envelope, a work-item per envelope; default on CPUs).  Same results, bit for bit.
         self.envelope_path = (os.environ.get("HMMCASCADE_ENVELOPE") or ("wg" if dev.is_gpu else "serial")).lower()
         if self.envelope_path not in ("wg", "serial"):
-            raise ValueError(f"envelope path (HMMCASCADE_ENVELOPE) must be 'wg' or 'serial', got {self.envelope_path!r}")
+            raise ValueError("envelope path (HMMCASCADE_ENVELOPE) must be 'wg' or 'serial', "
+                             f"got {self.envelope_path!r}")
         self.scratch_bytes = int(scratch_bytes)
         self.kernel_s = {"decode": 0.0, "region_fwd": 0.0, "ensemble": 0.0, "envelope": 0.0}
         self.intervals = []  #: (start, end) ns of every kernel, for the stage's busy time (launches overlap)
@@ -411,7 +412,7 @@ class DomainEngine:
         return regions, fl[:, 4].copy(), np.ascontiguousarray(fl[:, :4]), post
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
-                  length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True):
+                  length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True, path: str | None = None):
         """Run envelope jobs.  mode 1: envsc, oasc, null2 weights and OA trace per job; mode 0: Forward matrices.
 
         mode 1 with ``traces`` gives per job None where the decoding overflowed or the traceback
@@ -420,7 +421,8 @@ class DomainEngine:
         ``k``, ``i`` (residue numbers within the envelope, 1-based), ``pp``.  Without ``traces``
         (the search's way) it gives the same as arrays, :class:`EnvelopeResults`, with only the
         trace columns an alignment display shows, taken from each launch's output at once.
-        mode 0 gives per job ``(F [Ld+1, 3, W], fx [Ld+1, 6], envsc)``.
+        mode 0 gives per job ``(F [Ld+1, 3, W], fx [Ld+1, 6], envsc)``.  ``path``: mode 1's kernel,
+        "wg" or "serial" (default :attr:`envelope_path`).
         """
         n = len(seq)
         results = [None] * n
@@ -430,21 +432,13 @@ class DomainEngine:
         cl = _cl()
         seq = np.asarray(seq, dtype=np.int64)
         model = np.asarray(model, dtype=np.int64)
-        use_wg = mode == 1 and self.envelope_path == "wg"
-        if use_wg:  # envelope_wg's local rows: 3 W + 8 floats; longer models go to the serial kernel
-            fits = 4 * (3 * self._W[model] + 8) <= self.dev.local_mem_bytes - 1024
+        use_wg = mode == 1 and (path or self.envelope_path) == "wg"
+        if use_wg:  # longer models than envelope_wg's local rows hold go to the serial kernel
+            fits = _env_wg_local_bytes(self._W[model]) <= self.dev.local_mem_bytes - 1024
             if not fits.all():
-                parts = []
-                path, self.envelope_path = self.envelope_path, "serial"
-                try:
-                    rest = np.flatnonzero(~fits)
-                    parts.append((rest, self.envelopes(batch, seq[rest], model[rest], np.asarray(start)[rest],
-                                                       np.asarray(length)[rest], np.asarray(xfm)[rest], mode, traces)))
-                finally:
-                    self.envelope_path = path
-                keep = np.flatnonzero(fits)
-                parts.append((keep, self.envelopes(batch, seq[keep], model[keep], np.asarray(start)[keep],
-                                                   np.asarray(length)[keep], np.asarray(xfm)[keep], mode, traces)))
+                parts = [(idx, self.envelopes(batch, seq[idx], model[idx], np.asarray(start)[idx],
+                                              np.asarray(length)[idx], np.asarray(xfm)[idx], mode, traces, kind))
+                         for idx, kind in ((np.flatnonzero(~fits), "serial"), (np.flatnonzero(fits), "wg"))]
                 if arrays:
                     return EnvelopeResults.combine(n, parts)
                 for idx, res in parts:
@@ -524,8 +518,8 @@ class DomainEngine:
             common = (batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
                       msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
                       scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info)
-            if use_wg:  # a work-group per envelope, its chains' operands in 3 W + 8 local floats
-                lw = cl.LocalMemory(4 * (3 * int(Ws[j0:j1].max()) + 8))  # float4 words: 3 W / 4 + 2
+            if use_wg:  # a work-group per envelope, its chains' operands in local memory
+                lw = cl.LocalMemory(_env_wg_local_bytes(int(Ws[j0:j1].max())))
                 ev = self.k_env_wg(q, (k * ENVELOPE_WG,), (ENVELOPE_WG,), *common, lw)
             else:
                 ev = self.k_env(q, (_round_up(k, ls),), (ls,), *common)
@@ -734,6 +728,12 @@ class DomainEngine:
             env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False)
         return score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
                              ensemble_out, jobs, env)
+
+
+def _env_wg_local_bytes(W):
+    """envelope_wg's local memory for models of W nodes (a multiple of 4): three rows of W floats
+    (the chains' operands) and 8 floats of broadcast slots."""
+    return 4 * (3 * W + 8)
 
 
 # ---- envelope results to scored domains, vectorised over a batch ---------------------------------
