@@ -448,6 +448,68 @@ inline int striped_rank(const int k, const int Q) { return ((k - 1) % Q) * 4 + (
         dv = fmax(a_, b_);                                                          \
     }
 
+/* Envelope scratch (full layout, file comment): row i's special c of the Forward (set 0), Backward
+ * (1), posterior (2) and OA (3) specials, at float i * R + 6 W + set * NX + c. */
+#define ENV_X(p, ws, R, W, i, set, c) (p)[el((long) (i) * (R) + 6 * (W) + (set) * NX + (c), ws)]
+
+/* p7_Decoding's specials of row i >= 1 (N, J, C posteriors; E and B 0). */
+inline void decode_specials(__global float *p, const int ws, const int R, const int W, const int i,
+                            const float nloop, const float scaleproduct)
+{
+#define FXs(i, c) ENV_X(p, ws, R, W, i, 0, c)
+#define BXs(i, c) ENV_X(p, ws, R, W, i, 1, c)
+#define PXs(i, c) ENV_X(p, ws, R, W, i, 2, c)
+    PXs(i, XE) = 0.0f;
+    PXs(i, XN) = ((FXs(i - 1, XN) * BXs(i, XN)) * nloop) * scaleproduct;
+    PXs(i, XJ) = ((FXs(i - 1, XJ) * BXs(i, XJ)) * nloop) * scaleproduct;
+    PXs(i, XC) = ((FXs(i - 1, XC) * BXs(i, XC)) * nloop) * scaleproduct;
+    PXs(i, XB) = 0.0f;
+#undef FXs
+#undef BXs
+#undef PXs
+}
+
+/* p7_Null2_ByExpectation's odds of residue r before degeneracy averaging: the node weights (row 0
+ * of F: W M weights, then W I weights) summed in HMMER's striped lane order, plus xfactor;
+ * er: the residue's emission odds (node k at er[((k-1)/4) * ews + (k-1)%4]). */
+inline float null2_residue(__global const float *p, const int ws, const int W, const int M, const int Q,
+                           __global const float *er, const int ews, const float xfactor)
+{
+    float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int q = 0; q < Q; q++)
+        for (int l = 0; l < 4; l++) {
+            const int k = l * Q + q + 1;
+            if (k > M) continue;
+            lane[l] = lane[l] + p[el(k - 1, ws)] * er[((k - 1) >> 2) * ews + ((k - 1) & 3)];
+            lane[l] = lane[l] + p[el(W + k - 1, ws)];
+        }
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + xfactor;
+}
+
+/* p7_OptimalAccuracy's specials of row i >= 1 from its E (xE); masked transitions give 0.0. */
+inline void oa_specials(__global float *p, const int ws, const int R, const int W, const int i, const float xE,
+                        const float4 xfm)
+{
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+#define PXs(i, c) ENV_X(p, ws, R, W, i, 2, c)
+#define OXs(i, c) ENV_X(p, ws, R, W, i, 3, c)
+    OXs(i, XE) = xE;
+    float t1 = (nloop == 0.0f) ? 0.0f : OXs(i - 1, XJ) + PXs(i, XJ);
+    float t2 = (eloop == 0.0f) ? 0.0f : xE;
+    const float oj = fmax(t1, t2);
+    OXs(i, XJ) = oj;
+    t1 = (nloop == 0.0f) ? 0.0f : OXs(i - 1, XC) + PXs(i, XC);
+    t2 = (emove == 0.0f) ? 0.0f : xE;
+    OXs(i, XC) = fmax(t1, t2);
+    const float on = (nloop == 0.0f) ? 0.0f : OXs(i - 1, XN) + PXs(i, XN);
+    OXs(i, XN) = on;
+    t1 = (nmove == 0.0f) ? 0.0f : on;
+    t2 = (nmove == 0.0f) ? 0.0f : oj;
+    OXs(i, XB) = fmax(t1, t2);
+#undef PXs
+#undef OXs
+}
+
 /* p7_OATrace of an envelope job, written backwards from the end of its trace slot (tr, tpp: Ld + M + 8
  * entries of (state, k, i, 0) and posteriors).  The job's full scratch p (word stride ws, rows of R
  * floats, file comment): F rows hold the OA scores, B rows the posteriors.  Returns the entries
@@ -606,7 +668,7 @@ __kernel void envelope(
 
     /* p7_Decoding: B <- posterior probabilities (D cells 0). */
     float scaleproduct = inv_as_hmmer(BX(0, XN));
-    const float nloop = xfm.y, eloop_cfg = xfm.w, emove_cfg = xfm.z, nmove = xfm.x;
+    const float nloop = xfm.y;
     {
         __global float4 *b = BROW(0);
         for (int q = 0; q < 3 * Q4; q++) b[q * ws] = (float4) (0.0f);
@@ -622,11 +684,7 @@ __kernel void envelope(
             b[(2 * Q4 + q) * ws] = (float4) (0.0f);
             b[(Q4 + q) * ws] = (f[(Q4 + q) * ws] * b[(Q4 + q) * ws]) * totr;
         }
-        PX(i, XE) = 0.0f;
-        PX(i, XN) = ((FX(i - 1, XN) * BX(i, XN)) * nloop) * scaleproduct;
-        PX(i, XJ) = ((FX(i - 1, XJ) * BX(i, XJ)) * nloop) * scaleproduct;
-        PX(i, XC) = ((FX(i - 1, XC) * BX(i, XC)) * nloop) * scaleproduct;
-        PX(i, XB) = 0.0f;
+        decode_specials(p, ws, R, W, i, nloop, scaleproduct);
         if (own) scaleproduct = scaleproduct * (FX(i, XSCALE) / BX(i, XSCALE));
     }
     if (isinf(scaleproduct)) { info[j] = (float4) (envsc, 0.0f, 0.0f, 1.0f); return; }
@@ -657,18 +715,8 @@ __kernel void envelope(
         for (int q = 0; q < 2 * Q4; q++) acc[q * ws] = acc[q * ws] * norm;
         aN = aN * norm; aC = aC * norm; aJ = aJ * norm;
         const float xfactor = (aN + aC) + aJ;
-        for (int r = 0; r < 20; r++) {
-            float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            __global const float *er = e + r * exs;
-            for (int q = 0; q < Q; q++)
-                for (int l = 0; l < 4; l++) {
-                    const int k = l * Q + q + 1;
-                    if (k > M) continue;
-                    lane[l] = lane[l] + FC(0, 0, k) * er[((k - 1) >> 2) * ews + ((k - 1) & 3)];
-                    lane[l] = lane[l] + FC(0, 1, k);
-                }
-            n2[r] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + xfactor;
-        }
+        for (int r = 0; r < 20; r++)
+            n2[r] = null2_residue(p, ws, W, M, Q, e + r * exs, ews, xfactor);
     }
 
     /* p7_OptimalAccuracy: F <- OA scores.  Masked transitions (probability 0)
@@ -698,19 +746,7 @@ __kernel void envelope(
             OA_NODE(x) OA_NODE(y) OA_NODE(z) OA_NODE(w)
             cur[q * ws] = m4; cur[(Q4 + q) * ws] = i4; cur[(2 * Q4 + q) * ws] = d4;
         }
-        OX(i, XE) = xE;
-        float t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XJ) + PX(i, XJ);
-        float t2 = (eloop_cfg == 0.0f) ? 0.0f : xE;
-        const float oj = fmax(t1, t2);
-        OX(i, XJ) = oj;
-        t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XC) + PX(i, XC);
-        t2 = (emove_cfg == 0.0f) ? 0.0f : xE;
-        OX(i, XC) = fmax(t1, t2);
-        const float on = (nloop == 0.0f) ? 0.0f : OX(i - 1, XN) + PX(i, XN);
-        OX(i, XN) = on;
-        t1 = (nmove == 0.0f) ? 0.0f : on;
-        t2 = (nmove == 0.0f) ? 0.0f : oj;
-        OX(i, XB) = fmax(t1, t2);
+        oa_specials(p, ws, R, W, i, xE, xfm);
     }
     const float oasc = OX(Ld, XC);
 
@@ -1023,11 +1059,7 @@ __kernel void envelope_wg(
             b[Q4 + q] = (f[Q4 + q] * b[Q4 + q]) * totr;
         }
         if (lid == 0) {
-            PX(i, XE) = 0.0f;
-            PX(i, XN) = ((FX(i - 1, XN) * BX(i, XN)) * nloop) * scaleproduct;
-            PX(i, XJ) = ((FX(i - 1, XJ) * BX(i, XJ)) * nloop) * scaleproduct;
-            PX(i, XC) = ((FX(i - 1, XC) * BX(i, XC)) * nloop) * scaleproduct;
-            PX(i, XB) = 0.0f;
+            decode_specials(p, 1, R, W, i, nloop, scaleproduct);
         }
         if (own) scaleproduct = scaleproduct * (FX(i, XSCALE) / BX(i, XSCALE));
     }
@@ -1064,18 +1096,8 @@ __kernel void envelope_wg(
         }
         WG_SYNC();
         const float xfactor = bc[3];
-        for (int r = lid; r < 20; r += G) {
-            float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            __global const float *er = e + r * exs;
-            for (int q = 0; q < Q; q++)
-                for (int l = 0; l < 4; l++) {
-                    const int k = l * Q + q + 1;
-                    if (k > M) continue;
-                    lane[l] = lane[l] + FC(0, 0, k) * er[((k - 1) >> 2) * ews + ((k - 1) & 3)];
-                    lane[l] = lane[l] + FC(0, 1, k);
-                }
-            n2[r] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + xfactor;
-        }
+        for (int r = lid; r < 20; r += G)
+            n2[r] = null2_residue(p, 1, W, M, Q, e + r * exs, ews, xfactor);
         WG_SYNC();
     }
 
@@ -1140,19 +1162,7 @@ __kernel void envelope_wg(
 #undef OA_WG_CHAIN
                 LW4(lc, q) = d4;
             }
-            OX(i, XE) = xEo;
-            float t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XJ) + PX(i, XJ);
-            float t2 = (eloop == 0.0f) ? 0.0f : xEo;
-            const float oj = fmax(t1, t2);
-            OX(i, XJ) = oj;
-            t1 = (nloop == 0.0f) ? 0.0f : OX(i - 1, XC) + PX(i, XC);
-            t2 = (emove == 0.0f) ? 0.0f : xEo;
-            OX(i, XC) = fmax(t1, t2);
-            const float on = (nloop == 0.0f) ? 0.0f : OX(i - 1, XN) + PX(i, XN);
-            OX(i, XN) = on;
-            t1 = (nmove == 0.0f) ? 0.0f : on;
-            t2 = (nmove == 0.0f) ? 0.0f : oj;
-            OX(i, XB) = fmax(t1, t2);
+            oa_specials(p, 1, R, W, i, xEo, xfm);
         }
         WG_SYNC();
         for (int q = lid; q < Q4; q += G) cur[2 * Q4 + q] = LW4(lc, q);
