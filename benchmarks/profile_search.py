@@ -65,6 +65,7 @@ def main() -> int:
 
     gc.callbacks.append(gc_clock)
     filters.LAUNCH_LOG = []
+    filters.PHASE_LOG = []
     prof = cProfile.Profile()
     t = time.perf_counter()
     prof.enable()
@@ -80,6 +81,12 @@ def main() -> int:
     for eng in engines:
         print("domain kernels:", {k: round(v, 3) for k, v in eng.domains.kernel_s.items()},
               "cells:", eng.domains.cells, file=buf)
+    print("\nphases (wall seconds, in order; the per-batch sequence):", file=buf)
+    tot = {}
+    for name, a, b in filters.PHASE_LOG:
+        tot[name] = tot.get(name, 0.0) + b - a
+        print(f"  {name:16s} {a - t:8.3f} -> {b - t:8.3f}  {b - a:7.3f}s", file=buf)
+    print("  totals:", {k: round(v, 3) for k, v in tot.items()}, file=buf)
     print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
           file=buf)
     by = {}

@@ -609,13 +609,48 @@ int oa_trace(__global const float *p, const int ws, const int R, const int W, co
 #undef OX
 }
 
+/* The displayed columns of an OA trace of nt entries at the end of its slot tr[0..cap-1]
+ * (p7_alidisplay_Create's span, as hmmcascade.domains._oa_segments finds it: z1 = the first M
+ * after the first B, z2 = the last M at or before the first E after z1, or the trace's end),
+ * copied to cols[base...] as (state, k, i, posterior bits) at a base taken from the launch's
+ * counter.  disp = (base, columns); columns 0 for a trace without B or without M after it. */
+void oa_display(__global const int4 *tr, __global const float *tpp, const int nt, const int cap,
+                __global int *disp, volatile __global int *counter, __global int4 *cols)
+{
+    int z1 = -1;
+    for (int a = cap - max(nt, 0); a < cap; a++) {
+        if (tr[a].x == ST_B) { z1 = a + 1; break; }
+    }
+    if (z1 >= 0) {
+        while (z1 < cap && tr[z1].x != ST_M) z1++;
+        if (z1 >= cap) z1 = -1;
+    }
+    if (z1 < 0) { disp[0] = 0; disp[1] = 0; return; }
+    int z2 = cap - 1;
+    for (int a = z1 + 1; a < cap; a++) {
+        if (tr[a].x == ST_E) { z2 = a; break; }
+    }
+    while (tr[z2].x != ST_M) z2--;
+    const int n = z2 - z1 + 1;
+    const int base = atomic_add(counter, n);
+    for (int a = 0; a < n; a++) {
+        int4 v = tr[z1 + a];
+        v.w = as_int(tpp[z1 + a]);
+        cols[base + a] = v;
+    }
+    disp[0] = base;
+    disp[1] = n;
+}
+
 /* Envelope job: see the file comment.
  * mode & 2: msc is the node-major emission table, else the filters' [x][W] one.
  * mode & 1 (full): scratch in the word-interleaved layout (ws = work-group size; the host groups jobs);
  *   null2[null2_off[j] + 0..19]: the 20 canonical null2 odds (before degeneracy averaging);
  *   trace + trace_off[j], trace_pp + trace_off[j]: up to Ld + M + 8 entries of (state, k, i, 0)
  *   and their posteriors, written from the end of the slot (T) backwards;
- *   info[j] = (envelope score nats, OA score, entries or -1 on failure, 1 if decoding overflowed).
+ *   info[j] = (envelope score nats, OA score, entries or -1 on failure, 1 if decoding overflowed);
+ *   disp[2 j], disp[2 j + 1]: where the displayed columns of the trace went in cols, and how many
+ *   (oa_display; disp[2 n_jobs] counts the launch's columns, zero before the launch).
  * mode & 1 == 0: Forward only, contiguous F and fx at scr + scr_off[j]; info[j] = (score, 0, 0, 0). */
 __kernel void envelope(
     __global const uchar *dsq, __global const long *seq_off,
@@ -627,7 +662,7 @@ __kernel void envelope(
     __global float *scr, __global const long *scr_off,
     __global float *null2, __global const long *null2_off,
     __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info)
+    __global float4 *info, __global int *disp, __global int4 *cols)
 {
     const int j = REVERSED_GID();
     if (j >= n_jobs) return;
@@ -752,6 +787,7 @@ __kernel void envelope(
 
     const int nt = oa_trace(p, ws, R, W, M, Q, Ld, t, xfm, trace + trace_off[j], trace_pp + trace_off[j]);
     info[j] = (float4) (envsc, oasc, (float) nt, 0.0f);
+    oa_display(trace + trace_off[j], trace_pp + trace_off[j], nt, Ld + M + 8, disp + 2 * j, disp + 2 * n_jobs, cols);
 #undef FC
 #undef BC
 #undef FX
@@ -796,7 +832,7 @@ __kernel void envelope_wg(
     __global float *scr, __global const long *scr_off,
     __global float *null2, __global const long *null2_off,
     __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __local float4 *lw)
+    __global float4 *info, __global int *disp, __global int4 *cols, __local float4 *lw)
 {
     const int j = (int) (get_num_groups(0) - 1 - get_group_id(0));
     if (j >= n_jobs) return;   /* the whole group */
@@ -1173,6 +1209,7 @@ __kernel void envelope_wg(
     const float oasc = OX(Ld, XC);
     const int nt = oa_trace(p, 1, R, W, M, Q, Ld, t, xfm, trace + trace_off[j], trace_pp + trace_off[j]);
     info[j] = (float4) (envsc, oasc, (float) nt, 0.0f);
+    oa_display(trace + trace_off[j], trace_pp + trace_off[j], nt, Ld + M + 8, disp + 2 * j, disp + 2 * n_jobs, cols);
 #undef FC
 #undef BC
 #undef FX

@@ -188,7 +188,7 @@ def test_envelope_forward_only_contract(setup, device, default_db):
     eng.k_env(dev.queue, (k,), None, batch.dsq_packed, batch.seq_off, i32(s), i32(m), i32(i), i32(length),
               dev.to_device(xm), np.int32(k), np.int32(0), mm.fwd_msc, mm.word_emis_off, mm.fwd_tsc,
               mm.word_trans_off, mm.model_M, scr, dev.to_device(off), dev.scratch(16), zeros, dev.scratch(16),
-              dev.scratch(16), zeros, info).wait()
+              dev.scratch(16), zeros, info, dev.scratch(16), dev.scratch(16)).wait()
     flat = dev.from_device(scr, F32, int(need.sum()))
     scores = dev.from_device(info, F32, 4 * k).reshape(k, 4)
     for t in range(k):

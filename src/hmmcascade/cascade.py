@@ -34,7 +34,7 @@ import numpy as np
 from . import stats
 from .device import Device
 from .domains import DomainEngine
-from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, union_seconds
+from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
 from .io import SequenceSet
 from .profiles import ProfileDB, length_params
 from .results import Hit, gc_paused
@@ -188,8 +188,19 @@ class Cascade:
         cache = self.__dict__.setdefault("_pass_bits", {})
         pass_msv = _pass_bits(cache, gumbel, ev, 0, th.F1)
         host = time.perf_counter() - t0
-        for lo, hi in self.msv.model_groups(batch.grp_words):
-            xj, sec = self.msv(batch, lo, hi, thr_model, thr_seq)
+        tm = mark("prepare", t0)
+        # two model ranges in the device's queue ahead of the one the host reads: the device computes
+        # the next ranges (and this one's reruns) while the host reads this one's candidates
+        groups = list(self.msv.model_groups(batch.grp_words))
+        started = [self.msv.start(batch, *grp, thr_model, thr_seq) for grp in groups[:2]]
+
+        def start_next():
+            g_next = g + 2
+            if g_next < len(groups):
+                started.append(self.msv.start(batch, *groups[g_next], thr_model, thr_seq))
+
+        for g, (lo, hi) in enumerate(groups):
+            xj, sec = self.msv.finish(started.pop(0), then=start_next)
             t1 = time.perf_counter()
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
@@ -201,11 +212,14 @@ class Cascade:
             host += time.perf_counter() - t1
         t1 = time.perf_counter()
         st.msv_reruns, st.msv_rerun_s = self.msv.reruns - r0, self.msv.rerun_s - rs0
+        self.msv.release()  # the device is idle here: buffers released now do not stall it
+        self.dev.release_retired()
         seq_i = np.concatenate(ps)
         mod_i = np.concatenate(pm)
         usc = np.concatenate(usc_all)
         st.past_msv = len(seq_i)
         host += time.perf_counter() - t1
+        tm = mark("msv", tm)
         if th.bias_filter and len(seq_i):
             hmm_nats, sec = self.bias(batch, seq_i, mod_i)
             t1 = time.perf_counter()
@@ -223,6 +237,7 @@ class Cascade:
             filtersc = lp.nullsc_nats[seq_i]
             bias_bits = stats.bits(usc, filtersc)
         st.past_bias = len(seq_i)
+        tm = mark("bias", tm)
         # the Viterbi filter runs where the MSV P-value is above F2
         run_vit = ~stats.passes(bias_bits, mod_i, _pass_bits(cache, gumbel, ev, 0, th.F2), gumbel, ev[:, 0], ev[:, 1],
                                 th.F2)
@@ -242,6 +257,7 @@ class Cascade:
             seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
+        tm = mark("viterbi", tm)
         fwd, sec = self.forward(batch, seq_i, mod_i)
         t1 = time.perf_counter()
         st.kernel_s["forward"] += sec
@@ -253,6 +269,8 @@ class Cascade:
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
         out["nullsc"] = lp.nullsc_nats[out["seq"]]
         host += time.perf_counter() - t1
+        self.dev.release_retired()
+        tm = mark("forward", tm)
         if domains:
             i0 = len(self.domains.intervals)
             c0 = dict(self.domains.cells)
@@ -264,6 +282,7 @@ class Cascade:
             st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
             host += time.perf_counter() - t1 - kern
             t1 = time.perf_counter()
+            self.dev.release_retired()
         st.host_s = host + time.perf_counter() - t1
         return out, st
 
@@ -366,12 +385,16 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             index = order[lo:hi]
             out, st = cascade.run_batch(seqs.subset(index), th, domains=domains)
             total.add(st)
+            tm = time.perf_counter()
             records.extend(make_hits(db, seqs, index, out, th, Z))
+            mark("make_hits", tm)
             done += int(seqs.lengths[index].sum())
             if progress is not None:
                 progress(done, seqs.total_residues)
+        tm = time.perf_counter()
         threshold_hits(records, th, Z, db)
         records = sort_hits(records, th)
+        mark("threshold_sort", tm)
     total.wall_s = time.perf_counter() - t_start
     rep = [h for h in records if h.reported]
     arrays = Hits(model=np.array([h.model for h in rep], dtype=np.int64),

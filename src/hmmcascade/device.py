@@ -216,10 +216,99 @@ class Device:
         return _cl().LocalMemory(max(int(nbytes), 16))
 
     def from_device(self, buf, dtype, count: int) -> np.ndarray:
+        """``count`` values of ``dtype`` from the start of ``buf`` (waits for the queue)."""
+        return self.read_async(buf, dtype, count)()
+
+    def retire(self, *objs) -> None:
+        """Drop references to device buffers (and anything holding them, in lists, tuples and dicts)
+        at the next quiet moment instead of now.
+
+        NVIDIA's OpenCL waits, when a buffer used by kernels is released, until the device has
+        nothing left to run (measured on an H100, 2026-11-21: 20 ms per MSV launch, the next
+        launch's length; 80 ms for a kernel of 80 ms), which stops the host from working while
+        the device computes.  Retired buffers are released by :meth:`release_retired`, which the
+        search calls between stages, or here once they pass :data:`RETIRED_BYTES`."""
+        grave = self.__dict__.setdefault("_retired", [])
+        grave.append(objs)
+        self._retired_bytes = self.__dict__.get("_retired_bytes", 0) + _buffer_bytes(objs)
+        if self._retired_bytes > RETIRED_BYTES * max(1, self.global_mem_bytes >> 33):
+            self.release_retired()
+
+    def release_retired(self) -> None:
+        """Release what :meth:`retire` holds (this may wait for the device to finish its work)."""
+        self.__dict__.get("_retired", []).clear()
+        self._retired_bytes = 0
+
+    def pinned(self, nbytes: int) -> "Pinned":
+        """Page-locked host memory of at least ``nbytes`` bytes from this device's pool.
+
+        Reads into page-locked memory run asynchronously and several times faster than into
+        ordinary (pageable) memory: measured on an H100 (2026-11-21), a 256 MiB read into a numpy
+        array took 17-93 ms (3-16 GB/s) and blocked the caller until done, into page-locked memory
+        5 ms (54 GB/s) without blocking.  :meth:`Pinned.release` gives the memory back."""
+        pool = self.__dict__.setdefault("_pinned_pool", {})
+        size = 1 << max(16, (max(int(nbytes), 1) - 1).bit_length())
+        free = pool.setdefault(size, [])
+        if free:
+            return Pinned(free.pop(), int(nbytes), free)
         cl = _cl()
-        out = np.empty(max(count, 1), dtype=dtype)
-        cl.enqueue_copy(self.queue, out, buf)
-        return out[:count]
+        buf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, size=size)
+        # mapped through a queue of its own: on the main queue the map waits for the kernels there
+        if "_map_queue" not in self.__dict__:
+            self._map_queue = cl.CommandQueue(self.ctx)
+        host, _ = cl.enqueue_map_buffer(self._map_queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0, (size,),
+                                        np.uint8)
+        return Pinned((buf, host), int(nbytes), free)
+
+    def read_async(self, buf, dtype, count: int, queue=None, offset: int = 0, keep=()):
+        """Start reading ``count`` values of ``dtype`` from byte ``offset`` of ``buf`` (after what
+        ``queue``, default :attr:`queue`, has before it) into page-locked memory; returns ``read``:
+        ``read()`` waits and gives an ordinary array (a copy; the page-locked memory goes back to
+        the pool).  ``buf`` and the objects in ``keep`` stay referenced until then: NVIDIA's OpenCL
+        releasing a buffer waits for the kernels that use it (80 ms measured for a kernel of 80 ms)."""
+        cl = _cl()
+        nbytes = max(int(count), 0) * np.dtype(dtype).itemsize
+        if nbytes == 0:
+            return lambda: np.empty(0, dtype=dtype)
+        pin = self.pinned(nbytes)
+        ev = cl.enqueue_copy(queue or self.queue, pin.array, buf, src_offset=int(offset), is_blocking=False)
+
+        def read() -> np.ndarray:
+            ev.wait()
+            out = pin.array.view(dtype).copy()
+            pin.release()
+            self.retire(buf, keep)
+            return out
+
+        return read
+
+
+#: bytes of retired device buffers (Device.retire) per 8 GiB of device memory that trigger their release
+RETIRED_BYTES = 1 << 30
+
+
+def _buffer_bytes(obj) -> int:
+    """Bytes of the OpenCL memory objects in ``obj`` (nested lists, tuples and dicts)."""
+    if isinstance(obj, (list, tuple)):
+        return sum(map(_buffer_bytes, obj))
+    if isinstance(obj, dict):
+        return sum(map(_buffer_bytes, obj.values()))
+    size = getattr(obj, "size", None)
+    return int(size) if isinstance(size, int) and hasattr(obj, "get_info") else 0
+
+
+class Pinned:
+    """A block of the device's page-locked pool: :attr:`array`, ``nbytes`` uint8 values."""
+
+    def __init__(self, block, nbytes: int, free: list):
+        self._block, self._free = block, free
+        self.array = block[1][:nbytes]
+
+    def release(self) -> None:
+        """Back to the pool (views of :attr:`array` must not be used afterwards)."""
+        if self._block is not None:
+            self._free.append(self._block)
+            self._block = self.array = None
 
 
 def _source(name: str) -> str:

@@ -26,6 +26,7 @@ see ``kernels/domains.cl`` for what is exact and what agrees to rounding.
 from __future__ import annotations
 
 import math
+import time
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ import numpy as np
 
 from . import stats
 from .device import Device, _cl
-from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch
+from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch, mark
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, gc_paused
 
@@ -471,7 +472,7 @@ class DomainEngine:
         pending = []
         pieces = []  # arrays: per launch, its valid jobs' results
 
-        def finish(j0, j1, ev, read, keep):
+        def finish(j0, j1, ev, read, keep, q):
             k = j1 - j0
             sec = _event_seconds([ev])
             self.kernel_s["envelope"] += sec
@@ -479,19 +480,28 @@ class DomainEngine:
             log_launch(f"envelope{mode}", sec, lambda: Ms[j0:j1] * Ls[j0:j1])
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
-            info, n2w, tr, pp = read()
+            out, release = read()
+            info, n2w, disp = out[:3]
             nt = info[:, 2].astype(np.int64)
-            if arrays:  # the valid jobs' values, and the displayed columns of their traces, at once
+            if arrays:  # the valid jobs' values, and the displayed columns of their traces (oa_display)
                 v = np.flatnonzero((info[:, 3] == 0.0) & (nt >= 0))
-                e = (tr_off + c)[v]
-                good, z1, z2 = _oa_segments(tr[:, 0], e - nt[v], e)
-                ncol = np.where(good, z2 - z1 + 1, 0)
-                g = np.flatnonzero(good)
-                idx = _ranges(z1[g], ncol[g])
+                base, ncol = disp[:2 * k].reshape(k, 2)[v].T.astype(np.int64)
+                # (on the main queue: a read on another queue would wait for it all the same, as
+                # NVIDIA's OpenCL serialises queues that share buffers)
+                comp = self.dev.read_async(keep[2], np.int32, 4 * int(disp[2 * k]), q)()
+                comp = comp.reshape(-1, 4)
+                good = ncol > 0
+                idx = _ranges(base[good], ncol[good])
                 pieces.append(dict(job=order[j0:j1][v], envsc=info[v, 0].astype(np.float64),
                                    oasc=info[v, 1].astype(np.float64), null2=n2w[v], shown=good, ncol=ncol,
-                                   cols=(tr[idx, 0].astype(np.uint8), tr[idx, 1], tr[idx, 2], pp[idx])))
+                                   cols=(comp[idx, 0].astype(np.uint8), comp[idx, 1], comp[idx, 2],
+                                         comp[idx, 3].view(F32))))
+                release()  # every piece above is a copy
+                self.dev.retire(keep)
                 return
+            info, n2w, tr, pp = info.copy(), n2w.copy(), out[3].copy(), out[4].copy()
+            release()
+            self.dev.retire(keep)
             st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
             bad = ((info[:, 3] != 0.0) | (nt < 0)).tolist()
             ends = (tr_off + c).tolist()
@@ -513,11 +523,20 @@ class DomainEngine:
                                      st_[j0:j1].astype(np.int32), Ls[j0:j1].astype(np.int32), xs[j0:j1],
                                      job_off[j0:j1], 20 * np.arange(k, dtype=np.int64), tr_off])
             ntr = int(c.sum())
-            parts = [(k, 4, F32), (k, 20, F32), (ntr, 4, np.int32), (ntr, 1, F32)]  # info, null2, trace, pp
-            out_buf, (d_info, d_n2, d_tr, d_pp), unpack = self._outputs(parts)
+            # read back: info, null2, display spans and their counter; with traces also the trace
+            # slots, (state, k, i) and posteriors; the arrays take the displayed columns (d_cols) only
+            parts = [(k, 4, F32), (k, 20, F32), (2 * k + 1, 1, np.int32)]
+            if not arrays:
+                parts += [(ntr, 4, np.int32), (ntr, 1, F32)]
+            out_buf, subs, unpack = self._outputs(parts)
+            d_info, d_n2, d_disp = subs[:3]
+            d_tr, d_pp = subs[3:] if not arrays else (self.dev.scratch(16 * ntr), self.dev.scratch(4 * ntr))
+            d_cols = self.dev.scratch(16 * ntr if mode == 1 else 16)
+            cl.enqueue_fill_buffer(q, d_disp, np.int32(0), 0, 4 * (2 * k + 1))
             common = (batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
                       msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-                      scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info)
+                      scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info, d_disp, d_cols)
+            lw = None
             if use_wg:  # a work-group per envelope, its chains' operands in local memory
                 lw = cl.LocalMemory(_env_wg_local_bytes(int(Ws[j0:j1].max())))
                 ev = self.k_env_wg(q, (k * ENVELOPE_WG,), (ENVELOPE_WG,), *common, lw)
@@ -538,10 +557,12 @@ class DomainEngine:
                                               flat[o + nF: o + nF + (Lt + 1) * 6].reshape(Lt + 1, 6),
                                               float(info[t, 0]))
                 continue
-            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf)))
-            held += out_buf.size
+            # buffers the launch uses stay referenced until it is read: NVIDIA's OpenCL waits for the
+            # kernels using a buffer when it is released
+            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf, d_cols, d_tr, d_pp, subs, args, lw), q))
+            held += out_buf.size + d_cols.size
             while pending and held > PENDING_OUTPUT_BYTES:  # read back the oldest (later ones keep running)
-                held -= pending[0][4][1].size
+                held -= pending[0][4][1].size + pending[0][4][2].size
                 finish(*pending.pop(0))
         while pending:
             finish(*pending.pop(0))
@@ -640,8 +661,9 @@ class DomainEngine:
     def _outputs(self, parts: list):
         """One device buffer for several outputs, ``parts`` = [(rows, columns, dtype)]: returns
         ``(buffer, [a sub-buffer per part], unpack)``; ``unpack(buffer, queue)`` starts reading it
-        back in one transfer (after what ``queue`` has before it) and returns ``read``: ``read()``
-        waits for that transfer and gives one array per part."""
+        back in one transfer (after what ``queue`` has before it) into page-locked memory and
+        returns ``read``: ``read()`` waits for that transfer and gives ``(arrays, release)``, one
+        array per part, views of the page-locked memory until ``release()`` gives it back."""
         align = max(16, int(self.dev.device.mem_base_addr_align) // 8)
         offs, total = [], 0
         for rows, cols, dt in parts:
@@ -651,7 +673,8 @@ class DomainEngine:
         subs = [buf.get_sub_region(o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
 
         def unpack(b, queue=None):
-            host = np.empty(total, dtype=np.uint8)
+            pin = self.dev.pinned(total)  # page-locked: the read runs asynchronously
+            host = pin.array
             ev = _cl().enqueue_copy(queue or self.dev.queue, host, b, is_blocking=False)
 
             def read():
@@ -660,7 +683,7 @@ class DomainEngine:
                 for (r, c, dt), o in zip(parts, offs):
                     a = host[o: o + r * c * np.dtype(dt).itemsize].view(dt)
                     out.append(a.reshape(r, c) if c > 1 else a)
-                return out
+                return out, pin.release
 
             return read
 
@@ -700,7 +723,9 @@ class DomainEngine:
             return []
         seqs = batch.seqs
         # ---- [decode block] regions per pair and the expected number of domains
+        tm = time.perf_counter()
         regions, nexpected, _, _ = self.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
+        tm = mark("dom.decode", tm)
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
         # stochastic trace clustering on the device (kernels/ensemble.cl, bit-exact with ensemble.py);
         # regions the kernel flags, or all with HMMCASCADE_ENSEMBLE=python, on the host (ensemble_gpu)
@@ -713,6 +738,7 @@ class DomainEngine:
             res = region_ensembles(self, batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
                                    [regions[p][r][0] for p, r in multi], [regions[p][r][1] for p, r in multi])
             ensemble_out = dict(zip(multi, res))
+        tm = mark("dom.ensemble", tm)
 
         # ---- [envelope and scoring block]
         # envelopes in HMMER's order (regions left to right; clusters in order within a region),
@@ -726,8 +752,11 @@ class DomainEngine:
             xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)],
                            axis=1)
             env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False)
-        return score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
-                             ensemble_out, jobs, env)
+        tm = mark("dom.envelopes", tm)
+        out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
+                            ensemble_out, jobs, env)
+        mark("dom.score", tm)
+        return out
 
 
 def _env_wg_local_bytes(W):

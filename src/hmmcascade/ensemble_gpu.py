@@ -195,7 +195,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     budget = engine.launch_budget(nq) // 4  # floats
     pending = []
 
-    def finish(idx, ev_f, ev_e, q, scr, scr_off, reads):
+    def finish(idx, ev_f, ev_e, q, scr, scr_off, reads, keep):
         k = len(idx)
         sec = _event_seconds([ev_f])
         stats.forward_s += sec
@@ -209,9 +209,8 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             engine.kernel_s["ensemble"] += sec
             engine.intervals.append((ev_e.profile.start, ev_e.profile.end))
             log_launch("region_ensemble", sec, lambda: M[idx] * Lr[idx])
-            for r_ev in reads[0]:
-                r_ev.wait()
-            status, envs, n2, n2_off = reads[1]
+            status, envs, n2 = (read() for read in reads[0])
+            n2_off = reads[1]
             envs = envs.reshape(k, env_cap, 2)
             n2 = n2[: int(Lr[idx].sum())]
             ok = status >= 0
@@ -236,9 +235,17 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             F = buf[: (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
             fx = buf[(Lt + 1) * 3 * Wt:].reshape(Lt + 1, 6)
             fallback.append((r, _region_forward(F, fx, Mt)))
+        dev.retire(keep)
 
-    for c, (lo, hi) in enumerate(_chunks(need[order], budget)):
-        if len(pending) == nq:
+    chunks = list(_chunks(need[order], budget))
+    # Forward matrices: a buffer per slot, reused by chunk after chunk (nq + 1 slots: one chunk
+    # ahead per queue), as large as the largest of its chunks
+    nslot = nq + 1
+    slot_floats = [max([int(env_need[order[lo:hi]].sum()) for c, (lo, hi) in enumerate(chunks) if c % nslot == s]
+                       or [1]) for s in range(nslot)]
+    slots = [None] * nslot
+    for c, (lo, hi) in enumerate(chunks):
+        if len(pending) > nq:  # one chunk ahead per queue: the host reads one while the next runs
             finish(*pending.pop(0))
         q = queues[c % nq]
         # largest regions in the first chunk; within a chunk smallest first, because the kernels
@@ -247,22 +254,28 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         k = hi - lo
         scr_off = _offsets(env_need[idx])
         tr_off = _offsets(tcap[idx])
-        scr = dev.scratch(4 * int(env_need[idx].sum()))
+        if slots[c % nslot] is None:
+            slots[c % nslot] = dev.scratch(4 * slot_floats[c % nslot])
+        scr = slots[c % nslot]
         d_seq = dev.to_device(seq[idx].astype(np.int32))
         d_model = dev.to_device(model[idx].astype(np.int32))
         d_start = dev.to_device(starts[idx].astype(np.int32))
         d_len = dev.to_device(Lr[idx].astype(np.int32))
         d_xfm = dev.to_device(np.ascontiguousarray(xfm[idx], dtype=F32))
         d_scr_off = dev.to_device(scr_off)
+        # every buffer stays referenced until the launch is read (keep): NVIDIA's OpenCL waits for
+        # the kernels using a buffer when it is released
+        keep = [dev.scratch(4 * 20 * k), dev.to_device(np.arange(k, dtype=np.int64) * 20),
+                dev.scratch(16 * int(tcap[idx].sum())), dev.scratch(4 * int(tcap[idx].sum())),
+                dev.to_device(tr_off), dev.scratch(16 * k), dev.scratch(16), dev.scratch(16)]  # (display: full mode)
         ev_f = engine.k_env(
             q, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
             batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
             np.int32(k), np.int32(0),
             m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-            scr, d_scr_off, dev.scratch(4 * 20 * k), dev.to_device(np.arange(k, dtype=np.int64) * 20),
-            dev.scratch(16 * int(tcap[idx].sum())), dev.scratch(4 * int(tcap[idx].sum())),
-            dev.to_device(tr_off), dev.scratch(16 * k),
+            scr, d_scr_off, *keep,
         )
+        keep += [d_seq, d_model, d_start, d_len, d_xfm, d_scr_off]
         ev_e, reads = None, None
         if on_device:
             per = _region_lanes(dev, k)
@@ -271,21 +284,22 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
             d_env = dev.scratch(8 * k * env_cap)
             d_status = dev.scratch(4 * k)
+            work = [dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
+                    dev.to_device(segcap[idx].astype(np.int32))]
+            d_n2_off = dev.to_device(n2_off)
             ev_e = dev.kernel("ensemble", "region_ensemble")(
                 q, (k * per,), (per,),  # a work-group per region
                 batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
                 np.int32(k), np.int32(nsamples), rng_init,
                 *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, d_scr_off,
-                dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
-                dev.to_device(segcap[idx].astype(np.int32)),
-                d_n2, dev.to_device(n2_off), d_env, np.int32(env_cap), d_status,
+                scr, d_scr_off, *work, d_n2, d_n2_off, d_env, np.int32(env_cap), d_status,
             )
-            host = (np.empty(k, np.int32), np.empty(2 * k * env_cap, np.int32),
-                    np.empty(max(int(Lr[idx].sum()), 1), F32), n2_off)
-            reads = ([cl.enqueue_copy(q, h, d, is_blocking=False) for h, d in zip(host[:3], (d_status, d_env, d_n2))],
-                     host)
-        pending.append((idx, ev_f, ev_e, q, scr, scr_off, reads))
+            keep += [*work, d_n2_off, d_n2, d_env, d_status]
+            # into page-locked memory: asynchronous reads
+            reads = ([dev.read_async(d, dt, c, q) for d, dt, c in (
+                (d_status, np.int32, k), (d_env, np.int32, 2 * k * env_cap), (d_n2, F32, int(Lr[idx].sum())))],
+                n2_off)
+        pending.append((idx, ev_f, ev_e, q, scr, scr_off, reads, keep))
     while pending:
         finish(*pending.pop(0))
 

@@ -10,7 +10,9 @@ measured with OpenCL profiling events.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +57,32 @@ def log_launch(kernel: str, seconds: float, cells) -> None:
     c = np.asarray(cells(), dtype=np.int64)
     if len(c):
         LAUNCH_LOG.append((kernel, float(seconds), len(c), int(c.max()), int(c.sum())))
+
+
+#: When a list (benchmarks/profile_search.py sets one), :func:`phase` appends ``(name, start, end)``
+#: in ``time.perf_counter`` seconds for each phase of the search it wraps.
+PHASE_LOG: list | None = None
+
+
+@contextlib.contextmanager
+def phase(name: str):
+    """Time one phase of the search into :data:`PHASE_LOG` (nothing when it is None)."""
+    if PHASE_LOG is None:
+        yield
+        return
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        PHASE_LOG.append((name, t0, time.perf_counter()))
+
+
+def mark(name: str, t0: float) -> float:
+    """Record the phase ``name`` from ``t0`` to now in :data:`PHASE_LOG`; returns now."""
+    t = time.perf_counter()
+    if PHASE_LOG is not None:
+        PHASE_LOG.append((name, t0, t))
+    return t
 
 
 def union_seconds(intervals) -> float:
@@ -222,6 +250,13 @@ class MsvFilter:
         With ``thr_model`` (float32 per model of the database) and ``thr_seq`` (float32 per
         sequence), a pair whose J(L) is below ``thr_model[m] + thr_seq[s]`` (float32 sum) gets -3
         instead of its score."""
+        return self.finish(self.start(batch, model_lo, model_hi, thr_model, thr_seq))
+
+    def start(self, batch: DeviceBatch, model_lo: int, model_hi: int, thr_model: np.ndarray | None = None,
+              thr_seq: np.ndarray | None = None):
+        """Enqueue :meth:`__call__`'s work and the read of its result; :meth:`finish` gives the
+        result.  The search starts the next model range before it finishes one, so that the
+        device computes while the host reads the previous range's candidates."""
         n_seq = len(batch.seqs)
         n_mod = model_hi - model_lo
         if n_seq == 0 or n_mod <= 0:
@@ -238,72 +273,120 @@ class MsvFilter:
             below = (res >= 0) & (res.astype(np.float32) < thr_model[model_lo:model_hi, None] + thr_seq[None, :])
             res[below] = -3
             return res, sec
-        bnd = self.dev.scratch(n_mod * batch.grp_words * 4)
-        out = self.dev.scratch(n_mod * n_seq * 2)
+        # buffers reused from launch to launch (releasing one waits for the device: Device.retire)
+        key = (n_mod * batch.grp_words * 4, n_mod * n_seq * 2)
+        free = self.__dict__.setdefault("_free_sets", {}).setdefault(key, [])
+        bnd, out = free.pop() if free else (self.dev.scratch(key[0]), self.dev.scratch(key[1]))
+        thr = self.__dict__.get("_thr")
+        if thr is None or thr[0] is not thr_model or thr[1] is not thr_seq:  # once per batch
+            thr = self._thr = (thr_model, thr_seq, self.dev.to_device(thr_model), self.dev.to_device(thr_seq))
         m = self.models
         gsize = (_round_up(n_seq, LOCAL_SIZE), n_mod)
         ev = self.kernel(
             self.dev.queue, gsize, (LOCAL_SIZE, 1),
             batch.dsq_grouped4, batch.grp_base, np.int64(batch.grp_words), batch.seq_len, batch.seq_tjb,
             np.int32(n_seq), m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, np.int32(model_lo),
-            self.dev.to_device(thr_model), self.dev.to_device(thr_seq), bnd, out,
+            *thr[2:], bnd, out,
         )
-        xj = self.dev.from_device(out, np.int16, n_mod * n_seq).reshape(n_mod, n_seq)
+        return (batch, model_lo, n_mod, n_seq, ev, self.dev.read_async(out, np.int16, n_mod * n_seq), (free, bnd, out))
+
+    def finish(self, started, then=None) -> tuple[np.ndarray, float]:
+        """The result of :meth:`start`: ``(J(L) [models, sequences], kernel seconds)``.
+
+        The pairs msv_tiled hands over are rerun on the main queue, behind the launches already
+        there; ``then()``, called once they are enqueued and before waiting for them, may enqueue
+        more (the search starts a model range there), so the device never runs dry while the host
+        waits.  (On another queue the reruns would not overlap: NVIDIA's OpenCL serialises
+        kernels of different queues that read the same buffers.)"""
+        if len(started) == 2:  # computed in start
+            if then is not None:
+                then()
+            return started
+        batch, model_lo, n_mod, n_seq, ev, read, (free, bnd, out) = started
+        xj = read().reshape(n_mod, n_seq)
+        free.append((bnd, out))  # the launch is done with them
         seconds = _event_seconds([ev])
         # the pairs to rerun, found on the flat matrix: a 2-D nonzero is ~10 times slower
         mi, si = np.divmod(np.flatnonzero(xj == -2), n_seq)
-        if len(mi):
+        collect = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32),
+                                     defer=True) if len(mi) else None
+        if then is not None:
+            then()
+        if collect is not None:
+            res, sec = collect()
             self.reruns += len(mi)
-            res, sec = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
             xj[mi, si] = res
             seconds += sec
             self.rerun_s += sec
         return xj, seconds
 
-    def _exact_groups(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
+    def release(self) -> None:
+        """Drop the buffers kept from launch to launch (the search calls this after a batch's MSV
+        stage, when the device is idle)."""
+        self.__dict__.pop("_free_sets", None)
+        self.__dict__.pop("_thr", None)
+
+    def _exact_groups(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False):
         """msv_exact_wg (a work-group per pair) on a list of pairs; models too long for its
-        local rows go to msv_exact."""
-        out = np.empty(len(pair_seq), dtype=np.int16)
+        local rows go to msv_exact.  Returns ``(scores, kernel seconds)``; with ``defer``, once the
+        kernels and reads are enqueued, a function that waits and returns them."""
         small = self.models.node_words[pair_model] <= MSV_WG_QMAX
-        seconds = 0.0
+        parts = []  # (pair indices, collect)
         if (~small).any():
-            out[~small], seconds = self._exact(batch, pair_seq[~small], pair_model[~small])
+            big = np.flatnonzero(~small)
+            parts.append((big, self._exact(batch, pair_seq[big], pair_model[big], defer=True)))
         n = int(small.sum())
         if n:
             m = self.models
             res = self.dev.scratch(2 * n)
+            pairs = (self.dev.to_device(pair_seq[small]), self.dev.to_device(pair_model[small]))
             ev = self.exact_wg(
                 self.dev.queue, (n * MSV_WG,), (MSV_WG,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb,
-                self.dev.to_device(pair_seq[small]), self.dev.to_device(pair_model[small]), np.int32(n),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
                 m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, res,
             )
-            out[small] = self.dev.from_device(res, np.int16, n)
-            seconds += _event_seconds([ev])
-        return out, seconds
+            read = self.dev.read_async(res, np.int16, n, keep=pairs)  # (retires the buffers once read)
+            parts.append((np.flatnonzero(small), lambda: (read(), _event_seconds([ev]))))
 
-    def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray):
-        """msv_exact on a list of pairs, in chunks whose rows fit the scratch budget."""
+        def collect():
+            out = np.empty(len(pair_seq), dtype=np.int16)
+            seconds = 0.0
+            for idx, part in parts:
+                out[idx], sec = part()
+                seconds += sec
+            return out, seconds
+
+        return collect if defer else collect()
+
+    def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False):
+        """msv_exact on a list of pairs, in chunks whose rows fit the scratch budget (``defer``: as
+        in :meth:`_exact_groups`)."""
         words = self.models.node_words[pair_model].astype(np.int64)
-        out = np.empty(len(pair_seq), dtype=np.int16)
-        seconds, start = 0.0, 0
         m = self.models
         step = max(1, self.scratch_bytes // (4 * int(words.max())))
-        while start < len(pair_seq):
+        chunks = []  # (start, end, event, read)
+        for start in range(0, len(pair_seq), step):
             end = min(len(pair_seq), start + step)
             n = end - start
             row = self.dev.scratch(int(words[start:end].max()) * 4 * n)
             res = self.dev.scratch(2 * n)
+            pairs = (self.dev.to_device(pair_seq[start:end]), self.dev.to_device(pair_model[start:end]))
             ev = self.exact(
                 self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb,
-                self.dev.to_device(pair_seq[start:end]), self.dev.to_device(pair_model[start:end]), np.int32(n),
+                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
                 m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, row, res,
             )
-            out[start:end] = self.dev.from_device(res, np.int16, n)
-            seconds += _event_seconds([ev])
-            start = end
-        return out, seconds
+            chunks.append((start, end, ev, self.dev.read_async(res, np.int16, n, keep=(pairs, row))))
+            if not defer:  # one chunk's rows at a time
+                chunks[-1] = (start, end, ev, chunks[-1][3]())
+
+        def collect():
+            out = np.empty(len(pair_seq), dtype=np.int16)
+            for start, end, ev, read in chunks:
+                out[start:end] = read() if callable(read) else read
+            return out, _event_seconds([c[2] for c in chunks])
+
+        return collect if defer else collect()
 
 
 class _PairKernel:
@@ -341,10 +424,7 @@ class _PairKernel:
             return out, 0.0
         if pair_seq.min() < 0 or pair_seq.max() >= len(batch.seqs):
             raise ValueError("pair_seq indexes outside the batch")
-        # by model length, then target length (stable): lexsort's order from one int64 key, whose
-        # stable sort runs several times faster on the cascade's pairs (sorted runs, model by model)
-        L = batch.seqs.lengths[pair_seq].astype(np.int64)
-        order = np.argsort(self.models.db.M[pair_model].astype(np.int64) * (int(L.max()) + 1) + L, kind="stable")
+        order = self._order(batch, pair_seq, pair_model)
         seconds = 0.0
         for lo, hi in self._chunks(pair_model[order]):
             idx = order[lo:hi]
@@ -354,6 +434,20 @@ class _PairKernel:
                        lambda: self.models.db.M[pair_model[idx]].astype(np.int64) * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
         return out, seconds
+
+    def _order(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray) -> np.ndarray:
+        """The pairs by model length, then target length: similar pairs side by side in a launch.
+
+        The cascade's pairs come model by model, each model's targets by length (a batch is
+        sorted by length): then a stable sort by model length alone (a radix sort of 16-bit keys)
+        gives that order.  Other pairs are sorted by one int64 key (model length, target length)."""
+        M = self.models.db.M[pair_model]
+        L = batch.seqs.lengths[pair_seq]
+        same = pair_model[1:] == pair_model[:-1]
+        if int(M.max()) < 65536 and bool(np.all(pair_model[1:] >= pair_model[:-1])) \
+                and bool(np.all(L[1:][same] >= L[:-1][same])):
+            return np.argsort(M.astype(np.uint16), kind="stable")
+        return np.argsort(M.astype(np.int64) * (int(L.max()) + 1) + L, kind="stable")
 
     def _launch(self, batch, pair_seq, pair_model, out_dtype):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -374,6 +468,9 @@ class BiasFilter(_PairKernel):
 
     def _chunks(self, pair_model):
         yield 0, len(pair_model)
+
+    def _order(self, batch, pair_seq, pair_model):
+        return np.arange(len(pair_seq))  # one launch; a work-item per pair, whose cost is its length alone
 
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.float32)
