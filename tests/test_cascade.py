@@ -36,3 +36,37 @@ def test_msv_pass_equals_per_pair_p_values(default_db, F1):
     empty = cascade._msv_pass(np.full((2, 5), -3, np.int16), 0, profiles.length_params(np.arange(1, 6), db), db, ev, F1,
                               pass_bits)
     assert [len(a) for a in empty] == [0, 0, 0]
+
+
+def test_batches_cut_by_residues():
+    """_batches: consecutive ranges covering every sequence, each within the cell, count and residue
+    bounds (a single sequence may pass the residue bound alone)."""
+    lengths = np.sort(np.random.default_rng(3).integers(1, 900, 5000))
+    for max_residues in (None, 1, 40_000, 10**9):
+        cuts = list(cascade._batches(lengths, 2_000_000, 1500, max_residues))
+        assert cuts[0][0] == 0 and cuts[-1][1] == len(lengths)
+        assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+        for lo, hi in cuts:
+            assert hi > lo and hi - lo <= 1500 and (hi - lo == 1 or (hi - lo) * lengths[hi - 1] <= 2_000_000)
+            if max_residues is not None:
+                assert hi - lo == 1 or lengths[lo:hi].sum() <= max_residues
+    assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000
+
+
+def test_pipelined_batches_give_the_single_batch_records(default_db, default_seqs, device, default_search,
+                                                         monkeypatch):
+    """Several batches, each scored and turned into records in the worker thread while the device
+    works on the next, give the records of one search over one batch, in the same order."""
+    monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
+    monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
+    cuts = []
+    real = cascade._batches
+    monkeypatch.setattr(cascade, "_batches", lambda *a: cuts.append(list(real(*a))) or iter(cuts[-1]))
+    res = cascade.search(default_db, default_seqs, device)
+    assert len(cuts[0]) >= 5
+
+    def rows(r):
+        return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
+                 [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in r.records]
+
+    assert rows(res) == rows(default_search) and len(res.records) > 0

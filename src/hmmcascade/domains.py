@@ -718,9 +718,15 @@ class DomainEngine:
     def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
             null_nats: np.ndarray) -> list[PairDomains | None]:
         """Domain definition and scoring of every pair (indices into the batch); None = no domain."""
+        return self.run_device(batch, pair_seq, pair_model, fwd_nats, null_nats)()
+
+    def run_device(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
+                   null_nats: np.ndarray):
+        """:meth:`run`'s device work; returns a function that does the rest (scoring, on the host
+        alone: the search runs it in another thread while the device works on the next batch)."""
         n = len(pair_seq)
         if n == 0:
-            return []
+            return list
         seqs = batch.seqs
         # ---- [decode block] regions per pair and the expected number of domains
         tm = time.perf_counter()
@@ -752,11 +758,16 @@ class DomainEngine:
             xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)],
                            axis=1)
             env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False)
-        tm = mark("dom.envelopes", tm)
-        out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
-                            ensemble_out, jobs, env)
-        mark("dom.score", tm)
-        return out
+        mark("dom.envelopes", tm)
+
+        def score():
+            t0 = time.perf_counter()
+            out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
+                                ensemble_out, jobs, env)
+            mark("dom.score", t0)
+            return out
+
+        return score
 
 
 def _env_wg_local_bytes(W):

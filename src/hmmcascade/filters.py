@@ -584,7 +584,9 @@ class ForwardFilter(_PairKernel):
         big = np.flatnonzero((cells >= self.wg_cells) & fits) if self.wg_cells > 0 else np.zeros(0, np.int64)
         if len(big) == 0:
             return self.run(batch, pair_seq, pair_model, np.float32)
-        rest = np.setdiff1d(np.arange(len(pair_seq)), big, assume_unique=True)
+        rest_mask = np.ones(len(pair_seq), dtype=bool)
+        rest_mask[big] = False
+        rest = np.flatnonzero(rest_mask)
         out = np.empty(len(pair_seq), dtype=np.float32)
         out[rest], seconds = self.run(batch, pair_seq[rest], pair_model[rest], np.float32)
         order = big[np.argsort(cells[big], kind="stable")]  # forward_wg starts the largest first
