@@ -123,10 +123,13 @@ def main() -> int:
               f"{'-' if v is None else f'{v:.1f} GCUPS'}")
     print(f"  MSV reruns (exact kernel): {s.msv_reruns} pairs, {s.msv_rerun_s:.3f}s")
     kern = sum(s.kernel_s.values())
-    report["breakdown_s"] = {"kernels": kern, "host": s.host_s,
-                             "transfers_and_other": max(t_ours - kern - s.host_s, 0.0)}
-    print(f"  time: kernels {kern:.2f}s, host (packing, P-values, selection, domain assembly) {s.host_s:.2f}s, "
-          f"transfers/launch/other {report['breakdown_s']['transfers_and_other']:.2f}s")
+    # the host's work overlaps the kernels (asynchronous reads, model ranges queued ahead, a worker
+    # thread scoring one batch while the device works on the next): host + kernels may pass the wall
+    report["breakdown_s"] = {"kernels": kern, "host": s.host_s, "device_idle": max(t_ours - kern, 0.0),
+                             "overlap": max(kern + s.host_s - t_ours, 0.0)}
+    print(f"  time: kernels {kern:.2f}s, host (packing, P-values, selection, domain assembly, records; both "
+          f"threads) {s.host_s:.2f}s, device idle {report['breakdown_s']['device_idle']:.2f}s, "
+          f"host work overlapping kernels >= {report['breakdown_s']['overlap']:.2f}s")
     print(f"  pass counts MSV {s.past_msv} / bias {s.past_bias} / Viterbi {s.past_vit} / Forward {s.past_fwd}; "
           f"rates {report['pass_rates']}", flush=True)
 
