@@ -472,7 +472,7 @@ class DomainEngine:
         pending = []
         pieces = []  # arrays: per launch, its valid jobs' results
 
-        def finish(j0, j1, ev, read, keep, q):
+        def finish(j0, j1, ev, read, keep, q, nbytes):
             k = j1 - j0
             sec = _event_seconds([ev])
             self.kernel_s["envelope"] += sec
@@ -480,7 +480,8 @@ class DomainEngine:
             log_launch(f"envelope{mode}", sec, lambda: Ms[j0:j1] * Ls[j0:j1])
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
-            out, release = read()
+            out = read()
+            self.dev.retire(keep)  # (released between stages: d_cols, keep[2], stays usable here)
             info, n2w, disp = out[:3]
             nt = info[:, 2].astype(np.int64)
             if arrays:  # the valid jobs' values, and the displayed columns of their traces (oa_display)
@@ -496,12 +497,8 @@ class DomainEngine:
                                    oasc=info[v, 1].astype(np.float64), null2=n2w[v], shown=good, ncol=ncol,
                                    cols=(comp[idx, 0].astype(np.uint8), comp[idx, 1], comp[idx, 2],
                                          comp[idx, 3].view(F32))))
-                release()  # every piece above is a copy
-                self.dev.retire(keep)
                 return
-            info, n2w, tr, pp = info.copy(), n2w.copy(), out[3].copy(), out[4].copy()
-            release()
-            self.dev.retire(keep)
+            tr, pp = out[3:]
             st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
             bad = ((info[:, 3] != 0.0) | (nt < 0)).tolist()
             ends = (tr_off + c).tolist()
@@ -559,10 +556,12 @@ class DomainEngine:
                 continue
             # buffers the launch uses stay referenced until it is read: NVIDIA's OpenCL waits for the
             # kernels using a buffer when it is released
-            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf, d_cols, d_tr, d_pp, subs, args, lw), q))
-            held += out_buf.size + d_cols.size
+            nbytes = out_buf.size + d_cols.size
+            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf, d_cols, d_tr, d_pp, subs, args, lw), q,
+                            nbytes))
+            held += nbytes
             while pending and held > PENDING_OUTPUT_BYTES:  # read back the oldest (later ones keep running)
-                held -= pending[0][4][1].size + pending[0][4][2].size
+                held -= pending[0][-1]
                 finish(*pending.pop(0))
         while pending:
             finish(*pending.pop(0))
@@ -661,9 +660,8 @@ class DomainEngine:
     def _outputs(self, parts: list):
         """One device buffer for several outputs, ``parts`` = [(rows, columns, dtype)]: returns
         ``(buffer, [a sub-buffer per part], unpack)``; ``unpack(buffer, queue)`` starts reading it
-        back in one transfer (after what ``queue`` has before it) into page-locked memory and
-        returns ``read``: ``read()`` waits for that transfer and gives ``(arrays, release)``, one
-        array per part, views of the page-locked memory until ``release()`` gives it back."""
+        back in one transfer (after what ``queue`` has before it, :meth:`Device.read_async`) and
+        returns ``read``: ``read()`` waits for that transfer and gives one array per part."""
         align = max(16, int(self.dev.device.mem_base_addr_align) // 8)
         offs, total = [], 0
         for rows, cols, dt in parts:
@@ -673,17 +671,15 @@ class DomainEngine:
         subs = [buf.get_sub_region(o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
 
         def unpack(b, queue=None):
-            pin = self.dev.pinned(total)  # page-locked: the read runs asynchronously
-            host = pin.array
-            ev = _cl().enqueue_copy(queue or self.dev.queue, host, b, is_blocking=False)
+            read_bytes = self.dev.read_async(b, np.uint8, total, queue)  # page-locked, asynchronous
 
             def read():
-                ev.wait()
+                host = read_bytes()
                 out = []
                 for (r, c, dt), o in zip(parts, offs):
                     a = host[o: o + r * c * np.dtype(dt).itemsize].view(dt)
                     out.append(a.reshape(r, c) if c > 1 else a)
-                return out, pin.release
+                return out
 
             return read
 

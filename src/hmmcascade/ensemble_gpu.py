@@ -296,7 +296,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             )
             keep += [*work, d_n2_off, d_n2, d_env, d_status]
             # into page-locked memory: asynchronous reads
-            reads = ([dev.read_async(d, dt, c, q) for d, dt, c in (
+            reads = ([dev.read_async(d, dt, count, q) for d, dt, count in (
                 (d_status, np.int32, k), (d_env, np.int32, 2 * k * env_cap), (d_n2, F32, int(Lr[idx].sum())))],
                 n2_off)
         pending.append((idx, ev_f, ev_e, q, scr, scr_off, reads, keep))

@@ -10,7 +10,6 @@ measured with OpenCL profiling events.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -59,22 +58,9 @@ def log_launch(kernel: str, seconds: float, cells) -> None:
         LAUNCH_LOG.append((kernel, float(seconds), len(c), int(c.max()), int(c.sum())))
 
 
-#: When a list (benchmarks/profile_search.py sets one), :func:`phase` appends ``(name, start, end)``
-#: in ``time.perf_counter`` seconds for each phase of the search it wraps.
+#: When a list (benchmarks/profile_search.py sets one), :func:`mark` appends ``(name, start, end)``
+#: in ``time.perf_counter`` seconds for each phase of the search.
 PHASE_LOG: list | None = None
-
-
-@contextlib.contextmanager
-def phase(name: str):
-    """Time one phase of the search into :data:`PHASE_LOG` (nothing when it is None)."""
-    if PHASE_LOG is None:
-        yield
-        return
-    t0 = time.perf_counter()
-    try:
-        yield
-    finally:
-        PHASE_LOG.append((name, t0, time.perf_counter()))
 
 
 def mark(name: str, t0: float) -> float:
@@ -376,14 +362,13 @@ class MsvFilter:
                 batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
                 m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, row, res,
             )
-            chunks.append((start, end, ev, self.dev.read_async(res, np.int16, n, keep=(pairs, row))))
-            if not defer:  # one chunk's rows at a time
-                chunks[-1] = (start, end, ev, chunks[-1][3]())
+            read = self.dev.read_async(res, np.int16, n, keep=(pairs, row))
+            chunks.append((start, end, ev, read if defer else read()))  # (not deferred: one chunk's rows at a time)
 
         def collect():
             out = np.empty(len(pair_seq), dtype=np.int16)
-            for start, end, ev, read in chunks:
-                out[start:end] = read() if callable(read) else read
+            for start, end, ev, res in chunks:
+                out[start:end] = res() if defer else res
             return out, _event_seconds([c[2] for c in chunks])
 
         return collect if defer else collect()
