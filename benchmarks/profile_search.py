@@ -36,6 +36,8 @@ def main() -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default=None, help="also write the report here")
+    ap.add_argument("--serial", action="store_true",
+                    help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
     args = ap.parse_args()
 
@@ -66,6 +68,17 @@ def main() -> int:
     gc.callbacks.append(gc_clock)
     filters.LAUNCH_LOG = []
     filters.PHASE_LOG = []
+    real_pool = cascade.ThreadPoolExecutor
+    if args.serial:  # the worker thread's work done in the main thread, where cProfile sees it alone
+        from concurrent.futures import Future
+
+        class ImmediatePool(real_pool):
+            def submit(self, fn, *a, **k):
+                fut = Future()
+                fut.set_result(fn(*a, **k))
+                return fut
+
+        cascade.ThreadPoolExecutor = ImmediatePool
     prof = cProfile.Profile()
     t = time.perf_counter()
     prof.enable()
@@ -100,6 +113,7 @@ def main() -> int:
         for r in sorted(recs, key=lambda r: -r[1])[:5]:
             print(f"      {r[1]:8.4f}s jobs {r[2]:7d} max job {r[3]:.3e} cells, all {r[4]:.3e} "
                   f"({r[4] / max(r[1], 1e-12) / 1e9:.1f} GCUPS)", file=buf)
+    cascade.ThreadPoolExecutor = real_pool
     for key in ("tottime", "cumulative"):
         print(f"\n---- by {key} ----", file=buf)
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(args.top)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -53,17 +55,32 @@ def test_batches_cut_by_residues():
     assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000
 
 
+@pytest.mark.parametrize("msv_path", [None, "tiled"])
 def test_pipelined_batches_give_the_single_batch_records(default_db, default_seqs, device, default_search,
-                                                         monkeypatch):
+                                                         monkeypatch, msv_path):
     """Several batches, each scored and turned into records in the worker thread while the device
-    works on the next, give the records of one search over one batch, in the same order."""
+    works on the next, and the next batch's MSV launches started while the host waits for this
+    batch's later stages (the device's wait hook), give the records of one search over one batch,
+    in the same order.  (``tiled``: the GPUs' asynchronous MSV path, also on a CPU device.)"""
     monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
     monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
+    if msv_path:
+        monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
     cuts = []
     real = cascade._batches
     monkeypatch.setattr(cascade, "_batches", lambda *a: cuts.append(list(real(*a))) or iter(cuts[-1]))
+    filled = []
+    real_fill = cascade._MsvRun.fill
+
+    def fill(run):  # count the ranges started by the wait hook
+        before = run.n_started
+        real_fill(run)
+        filled.append(run.n_started - before)
+
+    monkeypatch.setattr(cascade._MsvRun, "fill", fill)
     res = cascade.search(default_db, default_seqs, device)
     assert len(cuts[0]) >= 5
+    assert sum(filled) > 0 and device.wait_hook is None
 
     def rows(r):
         return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,

@@ -1,8 +1,10 @@
-"""hmmcascade.device: page-locked reads and deferred buffer releases."""
+"""hmmcascade.device: page-locked reads and the buffer pool."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from hmmcascade.device import _size_class
 
 
 def test_read_async_returns_the_buffer_and_reuses_page_locked_blocks(device):
@@ -22,11 +24,49 @@ def test_read_async_returns_the_buffer_and_reuses_page_locked_blocks(device):
     assert device.from_device(buf, np.int32, 5).tolist() == data[:5].tolist()
 
 
-def test_retired_buffers_are_released_later(device):
-    device.release_retired()
-    a, b = device.scratch(1 << 20), device.scratch(1 << 10)
-    device.retire(a, [b, {"x": b}], "not a buffer")
-    assert device._retired_bytes == (1 << 20) + 2 * (1 << 10)
-    assert len(device._retired) == 1
-    device.release_retired()
-    assert device._retired_bytes == 0 and device._retired == []
+def test_pool_sizes():
+    """Pool size classes: at least the request, at most 25% more (4 KiB at least), few distinct sizes."""
+    for n in [1, 4096, 4097, 5000, 65535, 65536, 65537, 10**6, 3 * 2**30 + 1]:
+        c = _size_class(n)
+        assert c >= n and (c <= 4096 or c <= 1.25 * n) and _size_class(c) == c
+    assert len({_size_class(n) for n in range(4096, 1 << 20, 97)}) == 4 * 8 + 1  # 4 per octave, and 2^20
+
+
+def test_pool_reuses_buffers_nobody_holds(device):
+    """A dropped buffer is handed out again; one still held is not."""
+    a = device.scratch(100_000)
+    b = device.scratch(100_000)
+    assert a is not b
+    ident = a.int_ptr
+    del a
+    c = device.scratch(90_000)  # same size class
+    assert c.int_ptr == ident and c is not b
+    d = device.scratch(100_000)
+    assert d.int_ptr not in (ident, b.int_ptr)
+
+
+def test_upload_into_a_reused_buffer_waits_for_its_earlier_readers(device):
+    """to_device into a pooled buffer that a queued kernel still reads: the kernel sees the old
+    contents, a later one the new (the copy runs on its own queue, after the main queue's earlier
+    commands)."""
+    import pyopencl as cl
+
+    copy = cl.Kernel(cl.Program(device.ctx, """
+        __kernel void copy(__global int *dst, __global const int *src, int reps) {
+            int i = get_global_id(0), v = 0;
+            for (int r = 0; r < reps; r++) v += src[(i + r) % get_global_size(0)] - src[(i + r) % get_global_size(0)];
+            dst[i] = src[i] + v;
+        }""").build(), "copy")
+    n = 1 << 16
+    first = np.arange(n, dtype=np.int32)
+    second = first[::-1] * 3
+    out1, out2 = device.scratch(4 * n), device.scratch(4 * n)
+    src = device.to_device(first)
+    ident = src.int_ptr
+    copy(device.queue, (n,), None, out1, src, np.int32(256))  # slow-ish reader of the old contents
+    del src
+    src = device.to_device(second)
+    assert src.int_ptr == ident  # the same memory, reused
+    copy(device.queue, (n,), None, out2, src, np.int32(1))
+    assert np.array_equal(device.from_device(out1, np.int32, n), first)
+    assert np.array_equal(device.from_device(out2, np.int32, n), second)

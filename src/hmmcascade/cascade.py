@@ -24,8 +24,11 @@ allows), and only survivors go on to the pair kernels.
 from __future__ import annotations
 
 import math
+import sys
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from operator import attrgetter
@@ -182,41 +185,51 @@ class Cascade:
             max(budget, min(dev.max_alloc_bytes, dev.global_mem_bytes // 8, 8 << 30))
         self.domains = DomainEngine(dev, self.models, db, dom_budget)
 
-    def run_batch(self, seqs: SequenceSet, th: Thresholds, domains: bool = True,
-                  defer_scoring: bool = False) -> tuple[dict, StageStats]:
+    def begin_batch(self, seqs: SequenceSet, th: Thresholds) -> "_Begun":
+        """A batch's host preparation and upload; its MSV launches are ready to start (they start
+        when :meth:`run_batch` reads them, or earlier, when the device's wait hook calls
+        :meth:`_MsvRun.fill` while the previous batch is in its later stages)."""
+        t0 = time.perf_counter()
+        lp = length_params(seqs.lengths, self.db)
+        batch = DeviceBatch.upload(self.dev, seqs, lp)
+        thr_model, thr_seq = _msv_thresholds(lp, self.db, th.F1)
+        return _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq), time.perf_counter() - t0)
+
+    def run_batch(self, seqs: "SequenceSet | _Begun", th: Thresholds, domains: bool = True,
+                  defer_scoring: bool = False, next_batch=None) -> tuple[dict, StageStats]:
         """All models against one length-sorted batch; returns survivors' raw scores and counts.
 
-        ``out["domains"]`` is the domain stage's result; with ``defer_scoring`` a function that
-        computes it from the device's results on the host alone (:meth:`DomainEngine.run_device`)."""
+        ``seqs``: the batch, or :meth:`begin_batch`'s result for it.  ``out["domains"]`` is the
+        domain stage's result; with ``defer_scoring`` a function that computes it from the
+        device's results on the host alone (:meth:`DomainEngine.run_device`).  ``next_batch()``,
+        when given, returns the next batch's :meth:`begin_batch` result (or None): it is called
+        during this batch's MSV stage, and that batch's MSV launches then fill the device's idle
+        moments in this batch's later stages."""
         st = StageStats()
+        begun = seqs if isinstance(seqs, _Begun) else self.begin_batch(seqs, th)
+        self.dev.wait_hook = None  # this batch's own MSV stage keeps the device busy
         t0 = time.perf_counter()
         db = self.db
-        lp = length_params(seqs.lengths, db)
-        batch = DeviceBatch.upload(self.dev, seqs, lp)
+        seqs, lp, batch, run = begun.seqs, begun.lp, begun.batch, begun.msv
         L = seqs.lengths.astype(np.int64)
         ev = db.evparams.astype(np.float64)
         ps, pm, usc_all = [], [], []
         r0, rs0 = self.msv.reruns, self.msv.rerun_s
-        thr_model, thr_seq = _msv_thresholds(lp, db, th.F1)
         # per model the least bit score whose P-value passes each test (stats.pass_thresholds)
         gumbel, expo = stats.gumbel_surv, stats.exp_surv
         cache = self.__dict__.setdefault("_pass_bits", {})
         pass_msv = _pass_bits(cache, gumbel, ev, 0, th.F1)
-        host = time.perf_counter() - t0
+        host = time.perf_counter() - t0 + begun.host_s
         tm = mark("prepare", t0)
-        # two model ranges in the device's queue ahead of the one the host reads: the device computes
-        # the next ranges (and this one's reruns) while the host reads this one's candidates
-        groups = list(self.msv.model_groups(batch.grp_words))
-        started = [self.msv.start(batch, *grp, thr_model, thr_seq) for grp in groups[:2]]
-
-        def start_next():
-            g_next = g + 2
-            if g_next < len(groups):
-                started.append(self.msv.start(batch, *groups[g_next], thr_model, thr_seq))
-
-        for g, (lo, hi) in enumerate(groups):
-            xj, sec = self.msv.finish(started.pop(0), then=start_next)
+        mark(f"msv.ahead {run.n_started}/{len(run.groups)}", tm)  # ranges started in the previous batch's stages
+        following = None
+        for g, (lo, hi, xj, sec) in enumerate(run.ranges()):
             t1 = time.perf_counter()
+            if next_batch is not None and (g == 0 or run.all_started()) and following is None:
+                following = next_batch()  # prepared while the device runs this batch's ranges
+                next_batch = None
+            if following is not None and run.all_started():
+                self.dev.wait_hook = following.msv.fill
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
@@ -227,8 +240,7 @@ class Cascade:
             host += time.perf_counter() - t1
         t1 = time.perf_counter()
         st.msv_reruns, st.msv_rerun_s = self.msv.reruns - r0, self.msv.rerun_s - rs0
-        self.msv.release()  # the device is idle here: buffers released now do not stall it
-        self.dev.release_retired()
+        self.msv.release(batch)
         seq_i = np.concatenate(ps)
         mod_i = np.concatenate(pm)
         usc = np.concatenate(usc_all)
@@ -284,7 +296,6 @@ class Cascade:
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
         out["nullsc"] = lp.nullsc_nats[out["seq"]]
         host += time.perf_counter() - t1
-        self.dev.release_retired()
         tm = mark("forward", tm)
         if domains:
             i0 = len(self.domains.intervals)
@@ -298,9 +309,76 @@ class Cascade:
             st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
             host += time.perf_counter() - t1 - kern
             t1 = time.perf_counter()
-            self.dev.release_retired()
         st.host_s = host + time.perf_counter() - t1
         return out, st
+
+
+@dataclass
+class _Begun:
+    """A batch after :meth:`Cascade.begin_batch`."""
+
+    seqs: SequenceSet
+    lp: object  #: its LengthParams
+    batch: DeviceBatch
+    msv: "_MsvRun"
+    host_s: float
+
+
+#: :meth:`_MsvRun.fill`'s ranges queued or running at once (one range: ~20 ms on an H100)
+FILL_DEPTH = 3
+
+
+class _MsvRun:
+    """A batch's MSV launches (model ranges of :meth:`MsvFilter.model_groups`), each started
+    ahead of the host reading its result: two ahead of the range read (:meth:`ranges`) and,
+    before that, one at a time in the previous batch's later stages (:meth:`fill`)."""
+
+    def __init__(self, msv: MsvFilter, batch: DeviceBatch, thr_model: np.ndarray, thr_seq: np.ndarray):
+        self.msv, self.batch, self.thr = msv, batch, (thr_model, thr_seq)
+        self.groups = list(msv.model_groups(batch.grp_words))
+        self.started = deque()  # (lo, hi, MsvFilter.start's result), not read yet
+        self.n_started = 0
+        self._pending = []  # kernel events of the ranges fill() started, not known to be done
+
+    def all_started(self) -> bool:
+        return self.n_started >= len(self.groups)
+
+    def _start(self) -> bool:
+        if self.all_started():
+            return False
+        lo, hi = self.groups[self.n_started]
+        self.started.append((lo, hi, self.msv.start(self.batch, lo, hi, *self.thr)))
+        self.n_started += 1
+        return True
+
+    def fill(self, depth: int = FILL_DEPTH) -> None:
+        """Start ranges until ``depth`` of those this started are queued or running (the device's
+        wait hook: the previous batch's stages then wait behind at most ``depth`` ranges, and the
+        device has work while the host reads and computes)."""
+        self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE()]
+        while len(self._pending) < depth and self._start():
+            started = self.started[-1][2]
+            if len(started) > 2:
+                self._pending.append(started[4])
+
+    def ranges(self, ahead: int = 2):
+        """``(lo, hi, J(L) [models, sequences], kernel seconds)`` range after range, with
+        ``ahead`` ranges started beyond the one read."""
+        def top_up():
+            while len(self.started) < ahead and self._start():
+                pass
+
+        top_up()
+        while self.started:
+            lo, hi, started = self.started.popleft()
+            xj, sec = self.msv.finish(started, then=top_up)
+            yield lo, hi, xj, sec
+
+
+def _COMPLETE():
+    import pyopencl as cl
+
+    return cl.command_execution_status.COMPLETE
 
 
 def _pass_bits(cache: dict, surv, ev: np.ndarray, col: int, F: float) -> np.ndarray:
@@ -410,16 +488,28 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     # no cyclic garbage collection during the search: each automatic collection walks every live
     # object (millions of regions, records and alignment pieces on large runs), and the search
     # makes no reference cycles worth collecting early
-    with gc_paused(), ThreadPoolExecutor(max_workers=1) as worker:
+    with gc_paused(), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
+            ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
-        for lo, hi in _batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues):
+        cuts = list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues))
+
+        def begin(b):  # batch b prepared and uploaded
+            return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None
+
+        begun = begin(0) if cuts else None
+        for b, (lo, hi) in enumerate(cuts):
             index = order[lo:hi]
-            out, st = cascade.run_batch(seqs.subset(index), th, domains=domains, defer_scoring=True)
+            following = []
+            out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
+                                        next_batch=lambda: following.append(begin(b + 1)) or following[0])
+            begun = following[0] if following else begin(b + 1)
             total.add(st)
             pending.append(worker.submit(finish_batch, index, out))
             done += int(seqs.lengths[index].sum())
             if progress is not None:
                 progress(done, seqs.total_residues)
+        dev.wait_hook = None
+        dev.trim()  # the device is idle: the pool's free buffers go
         for fut in pending:
             records.extend(fut.result())
         total.host_s += host_s[0]
@@ -438,6 +528,32 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
                   evalue=column("evalue", np.float64),
                   fwd_nats=np.zeros(len(rep), dtype=np.float32), filter_nats=np.zeros(len(rep), dtype=np.float32))
     return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
+
+
+#: the interpreter's thread switch interval during a search (Python's default: 5 ms).  The main
+#: thread gives up the GIL in every OpenCL call and, with the default, waits up to 5 ms to get it
+#: back from the worker thread making records; measured on an H100 (dev-x10, 2026-11-21): 17.3 s
+#: with the default, 16.2 s with 0.1 ms.
+SWITCH_INTERVAL_S = 1e-4
+
+
+@contextmanager
+def _switch_interval(seconds: float):
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(before, seconds))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+@contextmanager
+def _no_wait_hook(dev: Device):
+    """The device's wait hook is cleared when the search ends, also on an error."""
+    try:
+        yield
+    finally:
+        dev.wait_hook = None
 
 
 def _exp(x: np.ndarray) -> np.ndarray:

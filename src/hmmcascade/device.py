@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,13 +109,6 @@ def _pick(spec: str):
     return cl.get_platforms()[choice[0]].get_devices()[choice[1]]
 
 
-#: queues the domain stage keeps busy at once on a GPU (Device.queues).  1: measured on an H200
-#: (2026-11-21, dev-x10), 4 queues made the domain stage slower (14.3 s of kernel time instead of
-#: 10.1 s): the launches hardly overlapped (kernels sharing buffers seem to be serialised) and the
-#: halved scratch per queue doubled the number of launches.  HMMCASCADE_QUEUES=n to experiment.
-CONCURRENT_QUEUES = 1
-
-
 @dataclass
 class Device:
     """One OpenCL device with a context, a profiling queue and built programs."""
@@ -122,6 +116,11 @@ class Device:
     ctx: object
     queue: object
     device: object
+
+    #: ``hook()`` is called before the host waits in :meth:`read_async`'s ``read()`` for a copy
+    #: not done yet: the search starts the next batch's MSV launches there, so that the device
+    #: has work queued while the host works on what it reads (None: nothing)
+    wait_hook = None
 
     @property
     def name(self) -> str:
@@ -143,21 +142,14 @@ class Device:
     def max_alloc_bytes(self) -> int:
         return int(self.device.max_mem_alloc_size)
 
-    def queues(self, n: int | None = None) -> list:
-        """``n`` in-order profiling queues of this context, the first being :attr:`queue` (made once).
+    def queues(self) -> list:
+        """The queues launches may be spread over: the one in-order :attr:`queue`.
 
-        Kernels in different queues may run at the same time (NVIDIA's OpenCL runs independent
-        kernels of different queues concurrently): launches whose length is set by a few long jobs
-        could then overlap.  Default ``n``: :data:`CONCURRENT_QUEUES` on a GPU
-        (``HMMCASCADE_QUEUES`` overrides), 1 on a CPU, where one launch already fills every core."""
-        if n is None:
-            n = int(os.environ.get("HMMCASCADE_QUEUES") or (CONCURRENT_QUEUES if self.is_gpu else 1))
-        n = max(1, int(n))
-        have = self.__dict__.setdefault("_queues", [self.queue])
-        cl = _cl()
-        while len(have) < n:
-            have.append(cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE))
-        return have[:n]
+        Several queues gave no overlap (measured on an H200 and an H100, 2026-11-21: NVIDIA's OpenCL
+        serialises kernels of different queues that share buffers), and the buffer pool
+        (:meth:`scratch`) relies on one in-order queue: a buffer nobody holds any more may be
+        handed to the next launch because that launch runs after every earlier one."""
+        return [self.queue]
 
     def program(self, name: str):
         """Build (once) and return the program of ``kernels/<name>.cl``."""
@@ -201,15 +193,69 @@ class Device:
         return cache[key]
 
     def to_device(self, array: np.ndarray):
+        """A read-only device buffer holding a copy of ``array`` (from :meth:`scratch`'s pool).
+
+        The copy goes through a queue of its own and the main queue waits for it: NVIDIA's OpenCL
+        blocks the caller of a write on the main queue, or of a launch using a buffer made with
+        COPY_HOST_PTR, until the device has run everything queued before (measured on an H100,
+        2026-11-21: 154 ms behind a kernel of 154 ms, even for 4 KiB), while a write on another
+        queue returns at once.  A pooled buffer the main queue may still read is written only
+        after the main queue's earlier commands."""
         cl = _cl()
         a = np.ascontiguousarray(array)
         if a.nbytes == 0:
             a = np.zeros(1, dtype=a.dtype)
-        return cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+        buf, reused = self._take(a.nbytes)
+        if "_upload_queue" not in self.__dict__:
+            self._upload_queue = cl.CommandQueue(self.ctx)
+            self._uploads = []
+        after = [cl.enqueue_marker(self.queue)] if reused else None
+        ev = cl.enqueue_copy(self._upload_queue, buf, a, is_blocking=False, wait_for=after)
+        cl.enqueue_barrier(self.queue, wait_for=[ev])
+        # pyopencl's event of a copy from host memory keeps that memory alive and, when dropped
+        # before the copy is done, waits for it: kept here until done
+        self._uploads = [e for e in self._uploads if e.command_execution_status != cl.command_execution_status.COMPLETE]
+        self._uploads.append(ev)
+        return buf
 
     def scratch(self, nbytes: int):
+        """A device buffer of at least ``nbytes`` bytes, from this device's pool.
+
+        A buffer goes back to the pool when nothing but the pool refers to it any more; the
+        in-order queue runs its later users after its earlier ones.  Buffers are never released
+        during a search: NVIDIA's OpenCL makes the caller releasing a buffer wait until the device
+        has run everything queued (measured on an H100, 2026-11-21: 154 ms behind a kernel of
+        154 ms, also for a buffer whose kernels had finished).  :meth:`trim` releases the free ones."""
+        return self._take(nbytes)[0]
+
+    def _take(self, nbytes: int):
+        """(buffer of at least ``nbytes`` bytes, whether it was used before) from the pool."""
         cl = _cl()
-        return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=max(int(nbytes), 16))
+        size = _size_class(max(int(nbytes), 16))
+        pool = self.__dict__.setdefault("_pool", {})  # size -> free buffers
+        lent = self.__dict__.setdefault("_lent", [])
+        if lent:
+            still = []
+            for b in lent:  # back to the pool when nobody else refers to it
+                if sys.getrefcount(b) <= _POOL_REFS:
+                    pool.setdefault(int(b.size), []).append(b)
+                else:
+                    still.append(b)
+            lent[:] = still
+        for cand in (size, _size_class(size + 1), _size_class(_size_class(size + 1) + 1)):  # up to ~1.5x larger
+            free = pool.get(cand)
+            if free:
+                b = free.pop()
+                lent.append(b)
+                return b, True
+        b = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=size)
+        lent.append(b)
+        return b, False
+
+    def trim(self) -> None:
+        """Release the pool's free buffers (this waits for the device to run what is queued)."""
+        self._take(0)  # (takes back what nobody holds)
+        self.__dict__.get("_pool", {}).clear()
 
     def local(self, nbytes: int):
         """A ``__local`` kernel argument of ``nbytes`` bytes."""
@@ -218,26 +264,6 @@ class Device:
     def from_device(self, buf, dtype, count: int) -> np.ndarray:
         """``count`` values of ``dtype`` from the start of ``buf`` (waits for the queue)."""
         return self.read_async(buf, dtype, count)()
-
-    def retire(self, *objs) -> None:
-        """Drop references to device buffers (and anything holding them, in lists, tuples and dicts)
-        at the next quiet moment instead of now.
-
-        NVIDIA's OpenCL waits, when a buffer used by kernels is released, until the device has
-        nothing left to run (measured on an H100, 2026-11-21: 20 ms per MSV launch, the next
-        launch's length; 80 ms for a kernel of 80 ms), which stops the host from working while
-        the device computes.  Retired buffers are released by :meth:`release_retired`, which the
-        search calls between stages, or here once they pass :data:`RETIRED_BYTES`."""
-        grave = self.__dict__.setdefault("_retired", [])
-        grave.append(objs)
-        self._retired_bytes = self.__dict__.get("_retired_bytes", 0) + _buffer_bytes(objs)
-        if self._retired_bytes > RETIRED_BYTES * max(1, self.global_mem_bytes >> 33):
-            self.release_retired()
-
-    def release_retired(self) -> None:
-        """Release what :meth:`retire` holds (this may wait for the device to finish its work)."""
-        self.__dict__.get("_retired", []).clear()
-        self._retired_bytes = 0
 
     def pinned(self, nbytes: int) -> "Pinned":
         """Page-locked host memory of at least ``nbytes`` bytes from this device's pool.
@@ -264,8 +290,7 @@ class Device:
         """Start reading ``count`` values of ``dtype`` from byte ``offset`` of ``buf`` (after what
         ``queue``, default :attr:`queue`, has before it) into page-locked memory; returns ``read``:
         ``read()`` waits and gives an ordinary array (a copy; the page-locked memory goes back to
-        the pool).  ``buf`` and the objects in ``keep`` stay referenced until then: NVIDIA's OpenCL
-        releasing a buffer waits for the kernels that use it (80 ms measured for a kernel of 80 ms)."""
+        the pool).  ``buf`` and the objects in ``keep`` stay referenced by ``read``."""
         cl = _cl()
         nbytes = max(int(count), 0) * np.dtype(dtype).itemsize
         if nbytes == 0:
@@ -274,27 +299,37 @@ class Device:
         ev = cl.enqueue_copy(queue or self.queue, pin.array, buf, src_offset=int(offset), is_blocking=False)
 
         def read() -> np.ndarray:
+            hook = self.wait_hook
+            if hook is not None and ev.command_execution_status != cl.command_execution_status.COMPLETE:
+                self.wait_hook = None  # (not again from the reads the hook itself waits for)
+                try:
+                    hook()
+                finally:
+                    self.wait_hook = hook
             ev.wait()
             out = pin.array.view(dtype).copy()
             pin.release()
-            self.retire(buf, keep)
             return out
 
         return read
 
 
-#: bytes of retired device buffers (Device.retire) per 8 GiB of device memory that trigger their release
-RETIRED_BYTES = 1 << 30
+def _size_class(n: int) -> int:
+    """The pool's size for ``n`` bytes: n rounded up to 4 steps per power of two (at most 25% more)."""
+    if n <= 4096:
+        return 4096
+    step = 1 << (max(n - 1, 1).bit_length() - 3)
+    return -(-n // step) * step
 
 
-def _buffer_bytes(obj) -> int:
-    """Bytes of the OpenCL memory objects in ``obj`` (nested lists, tuples and dicts)."""
-    if isinstance(obj, (list, tuple)):
-        return sum(map(_buffer_bytes, obj))
-    if isinstance(obj, dict):
-        return sum(map(_buffer_bytes, obj.values()))
-    size = getattr(obj, "size", None)
-    return int(size) if isinstance(size, int) and hasattr(obj, "get_info") else 0
+def _refs_in_pool() -> int:
+    """sys.getrefcount of an object held only by a list while :meth:`Device._take` scans it."""
+    held = [object()]
+    for b in held:
+        return sys.getrefcount(b)
+
+
+_POOL_REFS = _refs_in_pool()
 
 
 class Pinned:

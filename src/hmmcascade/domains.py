@@ -481,7 +481,6 @@ class DomainEngine:
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
             out = read()
-            self.dev.retire(keep)  # (released between stages: d_cols, keep[2], stays usable here)
             info, n2w, disp = out[:3]
             nt = info[:, 2].astype(np.int64)
             if arrays:  # the valid jobs' values, and the displayed columns of their traces (oa_display)

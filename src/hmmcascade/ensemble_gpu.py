@@ -235,7 +235,6 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             F = buf[: (Lt + 1) * 3 * Wt].reshape(Lt + 1, 3, Wt)
             fx = buf[(Lt + 1) * 3 * Wt:].reshape(Lt + 1, 6)
             fallback.append((r, _region_forward(F, fx, Mt)))
-        dev.retire(keep)
 
     chunks = list(_chunks(need[order], budget))
     # Forward matrices: a buffer per slot, reused by chunk after chunk (nq + 1 slots: one chunk

@@ -259,13 +259,14 @@ class MsvFilter:
             below = (res >= 0) & (res.astype(np.float32) < thr_model[model_lo:model_hi, None] + thr_seq[None, :])
             res[below] = -3
             return res, sec
-        # buffers reused from launch to launch (releasing one waits for the device: Device.retire)
-        key = (n_mod * batch.grp_words * 4, n_mod * n_seq * 2)
+        # buffers reused from launch to launch
+        # (per batch: the search starts the next batch's launches while it finishes this one)
+        key = (id(batch), n_mod * batch.grp_words * 4, n_mod * n_seq * 2)
         free = self.__dict__.setdefault("_free_sets", {}).setdefault(key, [])
-        bnd, out = free.pop() if free else (self.dev.scratch(key[0]), self.dev.scratch(key[1]))
-        thr = self.__dict__.get("_thr")
+        bnd, out = free.pop() if free else (self.dev.scratch(key[1]), self.dev.scratch(key[2]))
+        thr = batch.__dict__.get("_msv_thr")
         if thr is None or thr[0] is not thr_model or thr[1] is not thr_seq:  # once per batch
-            thr = self._thr = (thr_model, thr_seq, self.dev.to_device(thr_model), self.dev.to_device(thr_seq))
+            thr = batch._msv_thr = (thr_model, thr_seq, self.dev.to_device(thr_model), self.dev.to_device(thr_seq))
         m = self.models
         gsize = (_round_up(n_seq, LOCAL_SIZE), n_mod)
         ev = self.kernel(
@@ -306,11 +307,14 @@ class MsvFilter:
             self.rerun_s += sec
         return xj, seconds
 
-    def release(self) -> None:
-        """Drop the buffers kept from launch to launch (the search calls this after a batch's MSV
-        stage, when the device is idle)."""
-        self.__dict__.pop("_free_sets", None)
-        self.__dict__.pop("_thr", None)
+    def release(self, batch: DeviceBatch | None = None) -> None:
+        """Drop the buffers kept from launch to launch for ``batch`` (default: all batches); the
+        search calls this once a batch's MSV launches are done."""
+        sets = self.__dict__.get("_free_sets", {})
+        for key in [k for k in sets if batch is None or k[0] == id(batch)]:
+            del sets[key]  # (the buffers go back to the device's pool)
+        if batch is not None:
+            batch.__dict__.pop("_msv_thr", None)
 
     def _exact_groups(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False):
         """msv_exact_wg (a work-group per pair) on a list of pairs; models too long for its
@@ -331,7 +335,7 @@ class MsvFilter:
                 batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
                 m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, res,
             )
-            read = self.dev.read_async(res, np.int16, n, keep=pairs)  # (retires the buffers once read)
+            read = self.dev.read_async(res, np.int16, n, keep=pairs)
             parts.append((np.flatnonzero(small), lambda: (read(), _event_seconds([ev]))))
 
         def collect():
