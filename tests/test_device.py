@@ -1,4 +1,4 @@
-"""hmmcascade.device: page-locked reads and deferred buffer releases."""
+"""hmmcascade.device: page-locked reads, deferred buffer releases, inline-PTX build macros."""
 
 from __future__ import annotations
 
@@ -30,3 +30,30 @@ def test_retired_buffers_are_released_later(device):
     assert len(device._retired) == 1
     device.release_retired()
     assert device._retired_bytes == 0 and device._retired == []
+
+
+class _FakeNvidia:
+    """Just what Device.ptx_options reads of a pyopencl device."""
+
+    def __init__(self, major, platform="NVIDIA CUDA"):
+        self.compute_capability_major_nv = major
+        self.platform = type("Platform", (), {"name": platform})()
+
+
+def test_ptx_options_by_compute_capability(monkeypatch):
+    """Inline PTX by NVIDIA compute capability: shuffles from sm_70, redux.sync from sm_80, packed
+    16-bit add/max (msv_tiled2) from sm_90; none on other platforms or with HMMCASCADE_NO_PTX=1."""
+    from hmmcascade.device import Device
+
+    def opts(major, platform="NVIDIA CUDA"):
+        return Device(ctx=None, queue=None, device=_FakeNvidia(major, platform)).ptx_options()
+
+    monkeypatch.delenv("HMMCASCADE_NO_PTX", raising=False)
+    assert opts(6) == []
+    assert opts(7) == ["-DHMMC_PTX_SHFL=1"]
+    assert opts(8) == ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1"]
+    assert opts(9) == ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1", "-DHMMC_PTX_S16X2=1"]
+    assert opts(10)[-1] == "-DHMMC_PTX_S16X2=1"
+    assert opts(9, "Portable Computing Language") == []
+    monkeypatch.setenv("HMMCASCADE_NO_PTX", "1")
+    assert opts(9) == []
