@@ -223,6 +223,18 @@ def test_tiled2_pairs_models_of_similar_length(msv_sample, tiled_pair):
         assert np.all(np.diff(longer) <= 0)
 
 
+def test_tiled2_pair_cache_is_bounded(msv_sample, device):
+    """The pair lists cached per model range start over after 256 ranges (many batch shapes)."""
+    s = msv_sample
+    msv = filters.MsvFilter(device, filters.DeviceModels(device, s.db), 1 << 20, path="tiled")
+    ranges = [(lo, hi) for lo in range(len(s.db)) for hi in range(lo + 1, len(s.db) + 1)][:257]
+    for lo, hi in ranges:
+        msv._pair_rows(lo, hi)
+    assert list(msv._pair_cache) == [ranges[-1]]
+    n_pairs, buf = msv._pair_rows(0, 3)
+    assert msv.dev.from_device(buf, np.int32, 2 * n_pairs).reshape(-1, 2)[-1, 1] == -1
+
+
 def test_msv_path_choice(tiled_pair, monkeypatch):
     """``path`` (or ``$HMMCASCADE_MSV``) picks the tiled kernel; an unknown name is an error."""
     one, two, _, _ = tiled_pair
