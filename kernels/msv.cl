@@ -16,9 +16,10 @@
  * writing -1.  Otherwise the result is J(L), which the host turns into nats
  * exactly as HMMER does: ((J - tjb_b) - base_b) / scale_b - 3.
  *
- * Two kernels:
+ * Three kernels:
  *
- * msv_tiled (all sequences of a batch x a range of models; the fast path).
+ * msv_tiled (all sequences of a batch x a range of models; one model per
+ *   work-item, kept for comparison with msv_tiled2).
  *   As long as no E(i) exceeds base_b + tec_b, J(i) <= base_b, so B(i) is
  *   the constant B0 = base_b - tjbm and no byte saturates (bias_b <= 19 for
  *   protein models, B0 + bias_b < 255, cells <= base_b + tec_b + bias_b).
@@ -39,6 +40,46 @@
  *   of pairs on Pfam x UniProt: the high scorers), as it does when the
  *   largest U is B0.
  *
+ * msv_tiled2 (the same, two models a and b per work-item; the fast path).
+ *   msv_tiled is bound by integer instructions: per cell one add-then-max and
+ *   half a three-way max into the running maximum.  msv_tiled2 packs the
+ *   cells of two models, same sequence, same node k, into one 32-bit word of
+ *   two signed 16-bit halves (low = model a, high = model b), so that one
+ *   packed add-then-max (add.s16x2 + max.s16x2, one VIADDMNMX.S16x2 on sm_90)
+ *   and half a packed three-way max serve two cells:
+ *
+ *       r[k] = max16x2(add16x2(r[k-1] of the previous row, c[k]), B0a | B0b << 16)
+ *       g    = max16x2(g, r[k])
+ *
+ *       cost word c[k] (local memory, per residue x and tile node k):
+ *       31            16 15             0
+ *       +---------------+---------------+
+ *       | bias_b - cb[x]| bias_a - ca[x]|    PAD_COST in a half past that
+ *       +---------------+---------------+    model's M and for x = 29..31
+ *
+ *   Both halves hold the same node index, so the diagonal dependency
+ *   U(i,k) <- U(i-1,k-1) is the same register move in both: the halves never
+ *   exchange anything.  Each half is msv_tiled's int recurrence for its model
+ *   as long as no value leaves int16, which holds for any byte inputs:
+ *     - every U is max(..., B0) >= B0 >= 0, and B0 <= 255 (a byte);
+ *     - a half of a cost word is bias - cost in [-255, 255] or PAD_COST
+ *       (-4096), so U + c >= -4096 before the max;
+ *     - within a tile a diagonal starts from U(0,k) = B0 <= 255 or from the
+ *       previous tile's byte min(U, 255) and grows by at most bias <= 255 per
+ *       node, for at most 32 nodes: U <= 255 + 32 * 255 = 8415, U + c <= 8670
+ *       (with bias <= 61, the only case whose result is used, U <= 2207).
+ *   So no half wraps, and g's halves are msv_tiled's g per model, in
+ *   [0, 8415].  The tiles run to the longer model's tile count; a half past
+ *   its model's last tile sees only PAD_COST nodes, so its cells are B0 and
+ *   g (already >= B0 after the first row) does not change.  The boundary
+ *   column is stored per model row exactly as msv_tiled stores it (same
+ *   scratch); the host pairs models of similar length (MsvFilter) so that
+ *   little of a pair is padding.  With an odd number of models one pair has
+ *   no model b (row -1): its half computes PAD cells and writes nothing.
+ *   Output, rerun rule and threshold test are msv_tiled's, per half.
+ *   Arithmetic: inline PTX add.s16x2 / max.s16x2 (PTX ISA 8.0, sm_90) under
+ *   HMMC_PTX_S16X2 (Device.ptx_options), OpenCL short2 vectors elsewhere.
+ *
  * msv_exact (a list of pairs): the recurrence above as HMMER runs it, one
  *   work-item per pair, the row in global scratch (four nodes per uchar4
  *   word, interleaved by pair).
@@ -54,6 +95,36 @@
 #define CSTRIDE2 17         /* local cost rows: 17 int2 (34 words) apart, 8-byte aligned pairs */
 #define CROWS 32            /* residue codes 0..28, 29..31 = padding past a sequence's end */
 #define PAD_COST (-4096)    /* "cost" of padding rows and nodes: never the maximum */
+
+/* Tile costs of one model for residue x and nodes 4q+1..4q+4, as ints bias_b - cost: PAD_COST
+ * for the padding codes (x >= KP) and for nodes past the model's M (a model of M = 0, Q = 0
+ * is all padding: msv_tiled2's missing model b). */
+inline int4 msv_tile_costs(__global const uchar4 *cost_m, const int Q, const int M, const int bias,
+                           const int x, const int q)
+{
+    int4 c = (int4) (PAD_COST);
+    if (x < KP && q < Q) {
+        c = (int4) (bias) - convert_int4(cost_m[x * Q + q]);
+        if (4 * q + 1 > M) c.x = PAD_COST;
+        if (4 * q + 2 > M) c.y = PAD_COST;
+        if (4 * q + 3 > M) c.z = PAD_COST;
+        if (4 * q + 4 > M) c.w = PAD_COST;
+    }
+    return c;
+}
+
+/* The tiled kernels' output word for one pair from g, the largest U = max(M, B0) cell.  Rerun
+ * exactly (-2) when B was not constant after all (some M > base + tec; also when bytes could
+ * saturate), or when g = B0: then no M cell exceeded B0 and the largest M is not known here
+ * (practically never happens).  Otherwise J(L) = max(g - tec, 0), or -3 when it is below
+ * thr = thr_model[m] + thr_seq[s], the host's conservative MSV prefilter (see
+ * cascade._msv_thresholds), done here so that only candidates need the exact P-value test. */
+inline short msv_tiled_word(const int g, const int xB, const uchar4 p, const float thr)
+{
+    const int rerun = g > (int) p.z + (int) p.y || p.w > 61 || g <= xB;
+    const int xj = max(g - (int) p.y, 0);
+    return (short) (rerun ? -2 : ((float) xj < thr ? -3 : xj));
+}
 
 __kernel void msv_tiled(
     __global const uint  *dsq4,       /* grouped: 4 residues per word (see DeviceBatch), 31 past L */
@@ -97,16 +168,8 @@ __kernel void msv_tiled(
     for (int t = 0; t < ntile; t++) {
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int e = lid; e < CROWS * (TILE / 4); e += lsz) {
-            const int x = e / (TILE / 4), w = e % (TILE / 4), q = t * (TILE / 4) + w;
-            int4 c = (int4) (PAD_COST);
-            if (x < KP && q < Q) {
-                const uchar4 cw = cost_m[x * Q + q];
-                c = (int4) (bias) - convert_int4(cw);
-                if (4 * q + 1 > M) c.x = PAD_COST;
-                if (4 * q + 2 > M) c.y = PAD_COST;
-                if (4 * q + 3 > M) c.z = PAD_COST;
-                if (4 * q + 4 > M) c.w = PAD_COST;
-            }
+            const int x = e / (TILE / 4), w = e % (TILE / 4);
+            const int4 c = msv_tile_costs(cost_m, Q, M, bias, x, t * (TILE / 4) + w);
             __local int2 *dst = cl + x * CSTRIDE2 + 2 * w;
             dst[0] = c.xy; dst[1] = c.zw;
         }
@@ -138,16 +201,147 @@ __kernel void msv_tiled(
         }
     }
     if (!live) return;
-    /* g > base + tec: B was not constant after all (or bytes could saturate): rerun exactly */
-    /* g is the largest U = max(M, B0) cell.  Rerun exactly when B was not constant after
-     * all (some M > base + tec; also when bytes could saturate), or when g = B0: then no M
-     * cell exceeded B0 and the largest M is not known here (practically never happens). */
-    const int rerun = g > (int) p.z + (int) p.y || bias > 61 || g <= xB;
-    const int xj = max(g - (int) p.y, 0);
-    /* the host's conservative MSV prefilter (see cascade._msv_thresholds), done here so that
-     * only candidates need the exact P-value test */
-    const int below = (float) xj < thr_model[m] + thr_seq[s];
-    out_xj[(long) mi * n_seq + s] = (short) (rerun ? -2 : (below ? -3 : xj));
+    out_xj[(long) mi * n_seq + s] = msv_tiled_word(g, xB, p, thr_model[m] + thr_seq[s]);
+}
+
+/* msv_tiled2's packed arithmetic on two signed 16-bit halves of a 32-bit word, each half on
+ * its own (no carry or comparison crosses from one half to the other).  The header above shows
+ * that no half leaves int16, so the wrapping add never wraps. */
+#ifdef HMMC_PTX_S16X2
+/* sm_90's packed 16-bit integer instructions (PTX ISA 8.0); ptxas fuses the add and the max of a
+ * cell into one VIADDMNMX, and two maxes into one VIMNMX3 (as CUDA's __viaddmax_s16x2 and
+ * __vimax3_s16x2 do).  Not volatile: pure functions the compiler may schedule freely. */
+inline uint add16x2(const uint a, const uint b)
+{
+    uint d;
+    asm("add.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+inline uint max16x2(const uint a, const uint b)
+{
+    uint d;
+    asm("max.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+inline uint min16x2(const uint a, const uint b)
+{
+    uint d;
+    asm("min.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+#else
+/* portable OpenCL C: the word as a short2 vector (the add as ushort2: wrapping is defined) */
+inline uint add16x2(const uint a, const uint b) { return as_uint(as_ushort2(a) + as_ushort2(b)); }
+inline uint max16x2(const uint a, const uint b) { return as_uint(max(as_short2(a), as_short2(b))); }
+inline uint min16x2(const uint a, const uint b) { return as_uint(min(as_short2(a), as_short2(b))); }
+#endif
+
+/* Two ints in [-32768, 32767] as one packed word: a in the low half, b in the high half. */
+inline uint pack16x2(const int a, const int b)
+{
+    return ((uint) a & 0xffffu) | ((uint) b << 16);
+}
+
+__kernel void msv_tiled2(
+    __global const uint  *dsq4,       /* grouped: 4 residues per word (see DeviceBatch), 31 past L */
+    __global const long  *grp_base,   /* [work-group] first word of its group              */
+    const long grp_words,             /* words per model of the batch (scratch stride)     */
+    __global const int   *seq_len,    /* [n_seq] residues                                 */
+    __global const uchar *seq_tjb,    /* [n_seq] tjb_b for the sequence's length          */
+    const int n_seq,
+    __global const uchar4 *cost,      /* per model [KP][Q] words of 4 nodes (255-padded)  */
+    __global const long  *cost_off,   /* [n_models] start of each model, in words         */
+    __global const int   *model_M,    /* [n_models] nodes                                 */
+    __global const uchar4 *params,    /* [n_models] tbm_b, tec_b, base_b, bias_b          */
+    const int model0,                 /* model of launch row 0                            */
+    __global const int2  *pair_rows,  /* [n_pairs] launch rows (a, b) of the pair; b = -1: none */
+    __global const float *thr_model,  /* [n_models] } a pair whose J(L) is below          */
+    __global const float *thr_seq,    /* [n_seq]    } thr_model[m] + thr_seq[s] cannot pass */
+    __global uint *bnd,               /* scratch [row * grp_words + grouped word]         */
+    __global short *out_xj)           /* [row * n_seq + s]: J(L); -2 = rerun; -3 = below  */
+{
+    __local uint2 cl[CROWS * CSTRIDE2];  /* packed cost words c[k] (header), two per uint2 */
+    /* work-groups of long sequences first, as in msv_tiled */
+    const int grp = (int) get_num_groups(0) - 1 - (int) get_group_id(0);
+    const int lid = (int) get_local_id(0), lsz = (int) get_local_size(0);
+    const int s  = grp * lsz + lid;
+    const int2 rows = pair_rows[get_global_id(1)];
+    const int has_b = rows.y >= 0;
+    const int ma = model0 + rows.x;
+    const int mb = has_b ? model0 + rows.y : ma;    /* no model b: a's tables, M = 0 (all padding) */
+    const int Ma = model_M[ma], Mb = has_b ? model_M[mb] : 0;
+    const int Qa = (Ma + 3) / 4, Qb = (Mb + 3) / 4;
+    const int nta = (Ma + TILE - 1) / TILE, ntb = (Mb + TILE - 1) / TILE;
+    const int ntile = max(nta, ntb);
+    const int live = s < n_seq;
+    const int L = live ? seq_len[s] : 0;
+    const uchar4 pa = params[ma], pb = params[mb];
+    const uchar tjb = live ? seq_tjb[s] : (uchar) 0;
+    const int xBa = (int) sub_sat(pa.z, (uchar) (tjb + pa.x));  /* B0 per model, as in msv_tiled */
+    const int xBb = (int) sub_sat(pb.z, (uchar) (tjb + pb.x));
+    const uint xB2 = pack16x2(xBa, xBb);
+    /* a byte word of four rows' B0 (the first tile's boundary, see carry below) */
+    const uint xBa4 = (uint) xBa * 0x01010101u, xBb4 = (uint) xBb * 0x01010101u;
+    __global const uchar4 *cost_a = cost + cost_off[ma], *cost_b = cost + cost_off[mb];
+    __global uint *bwa = bnd + rows.x * grp_words + grp_base[grp] + lid;
+    __global uint *bwb = bnd + (has_b ? rows.y : rows.x) * grp_words + grp_base[grp] + lid;
+    __global const uint *dw = dsq4 + grp_base[grp] + lid;
+    uint g = 0u;
+
+    for (int t = 0; t < ntile; t++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = lid; e < CROWS * (TILE / 4); e += lsz) {
+            const int x = e / (TILE / 4), w = e % (TILE / 4), q = t * (TILE / 4) + w;
+            const int4 ca = msv_tile_costs(cost_a, Qa, Ma, pa.w, x, q);
+            const int4 cb = msv_tile_costs(cost_b, Qb, Mb, pb.w, x, q);
+            const uint4 c = (as_uint4(ca) & (uint4) (0xffffu)) | (as_uint4(cb) << 16);
+            __local uint2 *dst = cl + x * CSTRIDE2 + 2 * w;
+            dst[0] = c.xy; dst[1] = c.zw;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!live) continue;
+        /* boundary columns: read where the previous tile of that model wrote one, written
+         * where that model has a next tile (uniform over the work-group: one pair per group) */
+        const int rd_a = t > 0 && t < nta, rd_b = t > 0 && t < ntb;
+        const int wr_a = t + 1 < nta, wr_b = t + 1 < ntb;
+        uint r[TILE];
+#pragma unroll
+        for (int k = 0; k < TILE; k++) r[k] = xB2;  /* U(0,k) = max(-infinity, B0), per half */
+        uint carry = xB2;                            /* previous tile's U(i-1, k0-1), per half */
+        for (int w4 = 0; 4 * w4 < L; w4++) {
+            const uint res = dw[w4 * lsz];
+            /* Four rows' boundary bytes per model.  msv_tiled takes max(byte, B0); here no max is
+             * needed: a stored byte is min(U, 255) >= B0 (U >= B0 and B0 <= 255), and where no
+             * byte was stored (first tile, or past the model's tiles) the word holds B0. */
+            const uint bin_a = rd_a ? bwa[w4 * lsz] : xBa4;
+            const uint bin_b = rd_b ? bwb[w4 * lsz] : xBb4;
+            uint bout_a = 0u, bout_b = 0u;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                __local const uint2 *c = cl + (int) ((res >> (8 * j)) & 0xffu) * CSTRIDE2;
+#pragma unroll
+                for (int k2 = TILE / 2 - 1; k2 >= 0; k2--) {
+                    const uint2 cc = c[k2];
+                    r[2 * k2 + 1] = max16x2(add16x2(r[2 * k2], cc.y), xB2);
+                    r[2 * k2] = max16x2(add16x2(k2 ? r[2 * k2 - 1] : carry, cc.x), xB2);
+                    g = max16x2(g, max16x2(r[2 * k2 + 1], r[2 * k2]));
+                }
+                carry = ((bin_a >> (8 * j)) & 0xffu) | (((bin_b >> (8 * j)) & 0xffu) << 16);
+                const uint edge = min16x2(r[TILE - 1], 0x00ff00ffu);  /* min(U, 255) per half */
+                bout_a |= (edge & 0xffu) << (8 * j);
+                bout_b |= (edge >> 16) << (8 * j);
+            }
+            if (wr_a) bwa[w4 * lsz] = bout_a;
+            if (wr_b) bwb[w4 * lsz] = bout_b;
+        }
+    }
+    if (!live) return;
+    /* g's halves are in [0, 8415] (header): unsigned 16-bit fields */
+    out_xj[(long) rows.x * n_seq + s] = msv_tiled_word((int) (g & 0xffffu), xBa, pa, thr_model[ma] + thr_seq[s]);
+    if (has_b)
+        out_xj[(long) rows.y * n_seq + s] = msv_tiled_word((int) (g >> 16), xBb, pb, thr_model[mb] + thr_seq[s]);
 }
 
 /* One word (nodes 4q+1..4q+4) of HMMER's byte recurrence: M(i-1, 4q..4q+3) is the previous

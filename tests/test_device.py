@@ -1,4 +1,4 @@
-"""hmmcascade.device: page-locked reads and the buffer pool."""
+"""hmmcascade.device: page-locked reads, the buffer pool, inline-PTX build macros."""
 
 from __future__ import annotations
 
@@ -70,3 +70,30 @@ def test_upload_into_a_reused_buffer_waits_for_its_earlier_readers(device):
     copy(device.queue, (n,), None, out2, src, np.int32(1))
     assert np.array_equal(device.from_device(out1, np.int32, n), first)
     assert np.array_equal(device.from_device(out2, np.int32, n), second)
+
+
+class _FakeNvidia:
+    """Just what Device.ptx_options reads of a pyopencl device."""
+
+    def __init__(self, major, platform="NVIDIA CUDA"):
+        self.compute_capability_major_nv = major
+        self.platform = type("Platform", (), {"name": platform})()
+
+
+def test_ptx_options_by_compute_capability(monkeypatch):
+    """Inline PTX by NVIDIA compute capability: shuffles from sm_70, redux.sync from sm_80, packed
+    16-bit add/max (msv_tiled2) from sm_90; none on other platforms or with HMMCASCADE_NO_PTX=1."""
+    from hmmcascade.device import Device
+
+    def opts(major, platform="NVIDIA CUDA"):
+        return Device(ctx=None, queue=None, device=_FakeNvidia(major, platform)).ptx_options()
+
+    monkeypatch.delenv("HMMCASCADE_NO_PTX", raising=False)
+    assert opts(6) == []
+    assert opts(7) == ["-DHMMC_PTX_SHFL=1"]
+    assert opts(8) == ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1"]
+    assert opts(9) == ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1", "-DHMMC_PTX_S16X2=1"]
+    assert opts(10)[-1] == "-DHMMC_PTX_S16X2=1"
+    assert opts(9, "Portable Computing Language") == []
+    monkeypatch.setenv("HMMCASCADE_NO_PTX", "1")
+    assert opts(9) == []

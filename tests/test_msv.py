@@ -2,7 +2,10 @@
 
 Reference: pyhmmer 0.12.3's ``OptimizedProfile.msv_filter`` (HMMER 3.4
 ``p7_MSVFilter``, SSV shortcut included) after ``om.L = len(seq)``, as the
-pipeline reconfigures the length before filtering.
+pipeline reconfigures the length before filtering.  Both tiled kernels are
+compared with it: ``msv_tiled2`` (two models per work-item, path "tiled") and
+``msv_tiled`` (one, path "tiled1"); and with each other word for word, before
+the reruns, -2 and -3 included.
 """
 
 from __future__ import annotations
@@ -12,19 +15,20 @@ import pytest
 from pyhmmer.easel import Alphabet, DigitalSequence
 from pyhmmer.plan7 import Background, Profile
 
-from hmmcascade import filters, profiles, stats
+from hmmcascade import cascade, filters, profiles, stats
 
 AMINO = Alphabet.amino()
 
 
-@pytest.fixture(scope="module")
-def msv_run(msv_sample, device):
-    """Kernel J(L) words and scores (nats) for every (model, sequence) pair of the sample, one launch."""
+@pytest.fixture(scope="module", params=["tiled", "tiled1"])
+def msv_run(request, msv_sample, device):
+    """Kernel J(L) words and scores (nats) for every (model, sequence) pair of the sample, one launch,
+    with each tiled kernel (``msv_tiled2``, ``msv_tiled``) and the reruns."""
     s = msv_sample
     lp = profiles.length_params(s.seqs.lengths, s.db)
     models = filters.DeviceModels(device, s.db)
     batch = filters.DeviceBatch.upload(device, s.seqs, lp)
-    msv = filters.MsvFilter(device, models, 256 << 20, path="tiled")
+    msv = filters.MsvFilter(device, models, 256 << 20, path=request.param)
     xj, _ = msv(batch, 0, len(s.db))
     usc = stats.msv_nats(xj, lp.tjb_u8[None, :], s.db.msv_params_u8[:, 2, None], s.db.scale_b)
     return msv, batch, xj, usc
@@ -118,3 +122,124 @@ def test_group_kernel_equals_exact(msv_sample, msv_run):
     got, _ = msv._exact_groups(batch, si.astype(np.int32), mi.astype(np.int32))
     np.testing.assert_array_equal(got.reshape(n_mod, n_seq), xj)
     assert (xj == -1).any()
+
+
+@pytest.fixture(scope="module")
+def tiled_pair(msv_sample, device):
+    """Both tiled kernels on the sample's models, the sample's batch, and three sets of prefilter
+    thresholds: none; the search's own (``cascade._msv_thresholds`` at F1 = 0.02); and a harsh
+    one, per model the median J(L) of the sample (ties between J(L) and threshold included), so
+    that most words are -3."""
+    s = msv_sample
+    lp = profiles.length_params(s.seqs.lengths, s.db)
+    models = filters.DeviceModels(device, s.db)
+    one = filters.MsvFilter(device, models, 256 << 20, path="tiled1")
+    two = filters.MsvFilter(device, models, 256 << 20, path="tiled")
+    batch = filters.DeviceBatch.upload(device, s.seqs, lp)
+    plain = _tiled_words(one, batch, 0, len(s.db))
+    median = np.array([np.median(row[row >= 0]) for row in plain], dtype=np.float32)
+    thresholds = {"none": (None, None), "search": cascade._msv_thresholds(lp, s.db, 0.02),
+                  "harsh": (median, np.zeros(len(s.seqs), dtype=np.float32))}
+    return one, two, batch, thresholds
+
+
+def _tiled_words(msv, batch, lo, hi, thr=(None, None)):
+    """The tiled kernel's words for models [lo, hi) as the kernel wrote them (-2 not rerun)."""
+    return msv.finish(msv.start(batch, lo, hi, *thr), rerun=False)[0]
+
+
+#: launches of the sample's 25 models (database order: M = 409, 257, 55, 1021, ..., 91, 13, 154, ...):
+#: all (odd: the shortest, M = 13, less than one tile, alone), all but the last or the first (even:
+#: the longest, M = 1021 = 32 tiles, paired with the next longest), 7 models, single models (a pair
+#: with no model b), M = 55 and 1021 forced into one pair (2 tiles against 32), and 91, 13, 154
+LAUNCHES = [(0, 25), (0, 24), (1, 25), (5, 12), (16, 17), (3, 4), (2, 4), (15, 18)]
+
+
+@pytest.mark.parametrize("lo,hi", LAUNCHES)
+@pytest.mark.parametrize("thr", ["none", "search", "harsh"])
+def test_tiled2_words_equal_tiled1(msv_sample, tiled_pair, lo, hi, thr):
+    """msv_tiled2 (two models per work-item, 16-bit halves) writes msv_tiled's words for every pair:
+    J(L), -2 (rerun) and -3 (below the prefilter threshold), with each set of thresholds.
+
+    Exact equality, no tolerance: each half computes msv_tiled's integer recurrence (the kernel
+    header shows no half leaves int16), so any difference is a bug."""
+    one, two, batch, thresholds = tiled_pair
+    want = _tiled_words(one, batch, lo, hi, thresholds[thr])
+    got = _tiled_words(two, batch, lo, hi, thresholds[thr])
+    assert got.shape == (hi - lo, len(msv_sample.seqs))
+    mismatch = np.argwhere(got != want)
+    L = msv_sample.seqs.lengths
+    details = [(lo + int(m), int(L[q]), int(got[m, q]), int(want[m, q])) for m, q in mismatch[:10]]
+    assert len(mismatch) == 0, f"{len(mismatch)} words differ (model, L, tiled2, tiled1): {details}"
+    if (lo, hi) == (0, 25):  # the kinds of word each set of thresholds gives in the full launch
+        assert (got == -2).any() and (got >= 0).any()
+        assert (got == -3).any() == (thr != "none")
+        assert (got == -3).mean() > 0.3 or thr != "harsh"
+
+
+def test_tiled2_sample_covers_lengths(msv_sample):
+    """The launches above cover what the pair kernel treats specially: a model shorter than one
+    tile and one of many tiles, paired with models of other tile counts; sequences of 1 to 5
+    residues (a partly used first word), lengths not a multiple of 4 (padding codes in the last
+    word), long ones, and a last work-group with fewer live sequences than work-items."""
+    M = msv_sample.db.M
+    L = msv_sample.seqs.lengths
+    assert len(M) == 25 and M[16] == M.min() < 32 and M[3] == M.max() > 30 * 32
+    assert M[2] < 2 * 32 and M[15:18].tolist() == [91, 13, 154]
+    assert set(range(1, 6)) <= set(L.tolist()) and (L % 4 != 0).any() and L.max() > 2000
+    assert len(L) % filters.LOCAL_SIZE != 0
+
+
+def test_tiled2_short_sequences_and_exact(msv_sample, tiled_pair):
+    """A batch of only the 1- to 5-residue fragments (one work-group, 59 of 64 work-items idle):
+    msv_tiled2's words equal msv_tiled's, and after the reruns msv_exact's (HMMER's recurrence)."""
+    one, two, _, _ = tiled_pair
+    s = msv_sample
+    seqs = s.seqs.subset(np.flatnonzero(s.seqs.lengths <= 5))
+    assert seqs.lengths.tolist() == [1, 2, 3, 4, 5]
+    lp = profiles.length_params(seqs.lengths, s.db)
+    batch = filters.DeviceBatch.upload(one.dev, seqs, lp)
+    for lo, hi in LAUNCHES:
+        np.testing.assert_array_equal(_tiled_words(two, batch, lo, hi), _tiled_words(one, batch, lo, hi))
+    exact = filters.MsvFilter(one.dev, one.models, 256 << 20, path="exact")
+    np.testing.assert_array_equal(two(batch, 0, len(s.db))[0], exact(batch, 0, len(s.db))[0])
+
+
+def test_tiled2_pairs_models_of_similar_length(msv_sample, tiled_pair):
+    """msv_tiled2's pairs: the models of the range in order of node count (stable), paired
+    consecutively, the shortest alone (row b = -1) when the count is odd; on the device longest
+    pair first.  The device list is made once per range."""
+    _, two, _, _ = tiled_pair
+    M = msv_sample.db.M
+    for lo, hi in LAUNCHES:
+        n_pairs, buf = two._pair_rows(lo, hi)
+        assert two._pair_rows(lo, hi)[1] is buf  # cached
+        rows = two.dev.from_device(buf, np.int32, 2 * n_pairs).reshape(n_pairs, 2)
+        by_length = np.argsort(M[lo:hi], kind="stable").tolist()
+        if (hi - lo) % 2:
+            by_length.insert(1, -1)
+        assert rows[::-1].ravel().tolist() == by_length
+        longer = M[lo + rows.max(axis=1)]
+        assert np.all(np.diff(longer) <= 0)
+
+
+def test_tiled2_pair_cache_is_bounded(msv_sample, device):
+    """The pair lists cached per model range start over after 256 ranges (many batch shapes)."""
+    s = msv_sample
+    msv = filters.MsvFilter(device, filters.DeviceModels(device, s.db), 1 << 20, path="tiled")
+    ranges = [(lo, hi) for lo in range(len(s.db)) for hi in range(lo + 1, len(s.db) + 1)][:257]
+    for lo, hi in ranges:
+        msv._pair_rows(lo, hi)
+    assert list(msv._pair_cache) == [ranges[-1]]
+    n_pairs, buf = msv._pair_rows(0, 3)
+    assert msv.dev.from_device(buf, np.int32, 2 * n_pairs).reshape(-1, 2)[-1, 1] == -1
+
+
+def test_msv_path_choice(tiled_pair, monkeypatch):
+    """``path`` (or ``$HMMCASCADE_MSV``) picks the tiled kernel; an unknown name is an error."""
+    one, two, _, _ = tiled_pair
+    assert two.kernel.function_name == "msv_tiled2" and one.kernel.function_name == "msv_tiled"
+    monkeypatch.setenv("HMMCASCADE_MSV", "tiled1")
+    assert filters.MsvFilter(one.dev, one.models, 1 << 20).path == "tiled1"
+    with pytest.raises(ValueError, match="MSV path"):
+        filters.MsvFilter(one.dev, one.models, 1 << 20, path="tiled3")

@@ -173,16 +173,22 @@ class Device:
         """Build macros enabling inline PTX on NVIDIA devices (``HMMCASCADE_NO_PTX=1``: portable code).
 
         HMMC_PTX_SHFL: warp shuffles (shfl.sync, sm_30+ with PTX 6); HMMC_PTX_REDUX: also
-        redux.sync (sm_80+)."""
+        redux.sync (sm_80+); HMMC_PTX_S16X2: also packed 16-bit add/max/min (add.s16x2,
+        max.s16x2, min.s16x2: sm_90+, PTX ISA 8.0), for msv_tiled2."""
         if os.environ.get("HMMCASCADE_NO_PTX") or "NVIDIA" not in self.device.platform.name.upper():
             return []
         try:
             major = int(self.device.compute_capability_major_nv)
         except Exception:  # noqa: BLE001 - attribute query unsupported: no PTX
             return []
+        macros = []
+        if major >= 7:
+            macros.append("-DHMMC_PTX_SHFL=1")
         if major >= 8:
-            return ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1"]
-        return ["-DHMMC_PTX_SHFL=1"] if major >= 7 else []
+            macros.append("-DHMMC_PTX_REDUX=1")
+        if major >= 9:
+            macros.append("-DHMMC_PTX_S16X2=1")
+        return macros
 
     def kernel(self, program: str, name: str):
         """The kernel ``name`` of ``kernels/<program>.cl``, retrieved once per device."""

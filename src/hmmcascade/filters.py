@@ -201,21 +201,22 @@ class DeviceBatch:
 class MsvFilter:
     """MSV scores of every sequence of a batch against a range of models.
 
-    ``msv_tiled`` computes all pairs under the assumption that the B state stays
-    constant (true for >99% of pairs; exact whenever it holds, and the kernel
-    detects when it does not); ``msv_exact_wg`` (``msv_exact`` for the longest models)
-    reruns the others, HMMER's way.  With ``path="exact"`` (CPU devices) ``msv_exact``
-    computes every pair.
+    ``msv_tiled2`` computes all pairs, two models per work-item, under the assumption that the B
+    state stays constant (true for >99% of pairs; exact whenever it holds, and the kernel detects
+    when it does not); ``msv_exact_wg`` (``msv_exact`` for the longest models) reruns the others,
+    HMMER's way.  ``path``: "tiled" (``msv_tiled2``; default on GPUs), "tiled1" (``msv_tiled``, one
+    model per work-item: the same words, kept to compare with) or "exact" (``msv_exact`` on every
+    pair; default on CPUs); ``$HMMCASCADE_MSV`` sets the default.
     """
 
     def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int, path: str | None = None):
         self.dev, self.models = dev, models
-        #: "tiled" (GPUs) or "exact" (every pair with msv_exact: CPU OpenCL runs the tiled
-        #: kernel's private rows and local-memory gathers poorly, the exact one several times faster)
-        self.path = path or ("tiled" if dev.is_gpu else "exact")
-        if self.path not in ("tiled", "exact"):
-            raise ValueError(f"unknown MSV path {self.path!r}")
-        self.kernel = dev.kernel("msv", "msv_tiled")
+        #: CPU OpenCL runs the tiled kernels' private rows and local-memory gathers poorly, the
+        #: exact kernel several times faster: "exact" there
+        self.path = (path or os.environ.get("HMMCASCADE_MSV") or ("tiled" if dev.is_gpu else "exact")).lower()
+        if self.path not in ("tiled", "tiled1", "exact"):
+            raise ValueError(f"MSV path (HMMCASCADE_MSV) must be 'tiled', 'tiled1' or 'exact', got {self.path!r}")
+        self.kernel = dev.kernel("msv", "msv_tiled2" if self.path == "tiled" else "msv_tiled")
         self.exact = dev.kernel("msv", "msv_exact")
         self.exact_wg = dev.kernel("msv", "msv_exact_wg")
         self.scratch_bytes = int(scratch_bytes)
@@ -223,7 +224,7 @@ class MsvFilter:
         self.rerun_s = 0.0  #: their kernel time
 
     def model_groups(self, words_per_model: int):
-        """Consecutive model ranges whose msv_tiled scratch (one byte per residue per model,
+        """Consecutive model ranges whose tiled-kernel scratch (one byte per residue per model,
         ``words_per_model`` words: a batch's ``grp_words``) fits the budget."""
         per = max(1, self.scratch_bytes // max(4 * int(words_per_model), 1))
         for lo in range(0, len(self.models.node_words), per):
@@ -268,23 +269,51 @@ class MsvFilter:
         if thr is None or thr[0] is not thr_model or thr[1] is not thr_seq:  # once per batch
             thr = batch._msv_thr = (thr_model, thr_seq, self.dev.to_device(thr_model), self.dev.to_device(thr_seq))
         m = self.models
-        gsize = (_round_up(n_seq, LOCAL_SIZE), n_mod)
+        if self.path == "tiled":  # msv_tiled2: a pair of models per work-item column
+            n_pairs, pair_rows = self._pair_rows(model_lo, model_hi)
+            gsize, pairs = (_round_up(n_seq, LOCAL_SIZE), n_pairs), (pair_rows,)
+        else:  # msv_tiled: a model per column
+            gsize, pairs = (_round_up(n_seq, LOCAL_SIZE), n_mod), ()
         ev = self.kernel(
             self.dev.queue, gsize, (LOCAL_SIZE, 1),
             batch.dsq_grouped4, batch.grp_base, np.int64(batch.grp_words), batch.seq_len, batch.seq_tjb,
             np.int32(n_seq), m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, np.int32(model_lo),
-            *thr[2:], bnd, out,
+            *pairs, *thr[2:], bnd, out,
         )
         return (batch, model_lo, n_mod, n_seq, ev, self.dev.read_async(out, np.int16, n_mod * n_seq), (free, bnd, out))
 
-    def finish(self, started, then=None) -> tuple[np.ndarray, float]:
+    def _pair_rows(self, model_lo: int, model_hi: int):
+        """msv_tiled2's pairs for the models [model_lo, model_hi): ``(n_pairs, device int2 [n_pairs])``
+        of launch rows (a, b), b = -1 for none.
+
+        The models are sorted by node count (stable) and paired consecutively in that order, so
+        that the two of a pair have similar lengths (a pair costs the longer model's tiles).  With
+        an odd count the shortest goes alone (b = -1) and the others pair up after it: that costs
+        no more tiles than leaving the longest alone.  The pairs go to the device longest first,
+        so that the shortest fill the machine at the end of the launch (as msv_tiled2 takes the
+        longest sequences first).  Cached per range: ranges repeat from batch to batch (the same
+        words per model)."""
+        cache = self.__dict__.setdefault("_pair_cache", {})
+        key = (int(model_lo), int(model_hi))
+        if key not in cache:
+            if len(cache) >= 256:  # many batch shapes: start over (each entry is small)
+                cache.clear()
+            order = np.argsort(self.models.db.M[model_lo:model_hi], kind="stable").astype(np.int32)
+            if len(order) % 2:
+                order = np.concatenate([order[:1], [-1], order[1:]]).astype(np.int32)
+            rows = np.ascontiguousarray(order.reshape(-1, 2)[::-1])
+            cache[key] = (len(rows), self.dev.to_device(rows))
+        return cache[key]
+
+    def finish(self, started, then=None, rerun: bool = True) -> tuple[np.ndarray, float]:
         """The result of :meth:`start`: ``(J(L) [models, sequences], kernel seconds)``.
 
-        The pairs msv_tiled hands over are rerun on the main queue, behind the launches already
-        there; ``then()``, called once they are enqueued and before waiting for them, may enqueue
-        more (the search starts a model range there), so the device never runs dry while the host
-        waits.  (On another queue the reruns would not overlap: NVIDIA's OpenCL serialises
-        kernels of different queues that read the same buffers.)"""
+        The pairs the tiled kernel hands over (-2) are rerun on the main queue, behind the launches
+        already there; ``then()``, called once they are enqueued and before waiting for them, may
+        enqueue more (the search starts a model range there), so the device never runs dry while
+        the host waits.  (On another queue the reruns would not overlap: NVIDIA's OpenCL
+        serialises kernels of different queues that read the same buffers.)  ``rerun=False``:
+        the tiled kernel's words as they are, -2 kept (to compare the tiled kernels)."""
         if len(started) == 2:  # computed in start
             if then is not None:
                 then()
@@ -294,7 +323,7 @@ class MsvFilter:
         free.append((bnd, out))  # the launch is done with them
         seconds = _event_seconds([ev])
         # the pairs to rerun, found on the flat matrix: a 2-D nonzero is ~10 times slower
-        mi, si = np.divmod(np.flatnonzero(xj == -2), n_seq)
+        mi, si = np.divmod(np.flatnonzero(xj == -2) if rerun else np.zeros(0, dtype=np.int64), n_seq)
         collect = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32),
                                      defer=True) if len(mi) else None
         if then is not None:
