@@ -36,11 +36,17 @@ def main() -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default=None, help="also write the report here")
+    ap.add_argument("--drivers", type=int, default=None, help="threads driving batches (cascade.DRIVERS)")
+    ap.add_argument("--batches", type=int, default=None, help="at least this many batches (cascade.PIPELINE_BATCHES)")
     ap.add_argument("--serial", action="store_true",
                     help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
     args = ap.parse_args()
 
+    if args.drivers:
+        cascade.DRIVERS = args.drivers
+    if args.batches:
+        cascade.PIPELINE_BATCHES = args.batches
     hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
     db = profiles.press(hmms)
     dev = device.open_device(args.device)
@@ -68,6 +74,7 @@ def main() -> int:
     gc.callbacks.append(gc_clock)
     filters.LAUNCH_LOG = []
     filters.PHASE_LOG = []
+    filters.EVENT_LOG = []
     real_pool = cascade.ThreadPoolExecutor
     if args.serial:  # the worker thread's work done in the main thread, where cProfile sees it alone
         from concurrent.futures import Future
@@ -100,6 +107,21 @@ def main() -> int:
         tot[name] = tot.get(name, 0.0) + b - a
         print(f"  {name:16s} {a - t:8.3f} -> {b - t:8.3f}  {b - a:7.3f}s", file=buf)
     print("  totals:", {k: round(v, 3) for k, v in tot.items()}, file=buf)
+    # the device's idle time: gaps between kernels (all kernels timed, in start order), each put
+    # down to the phase marked last before the kernel after the gap was timed
+    ev = sorted(filters.EVENT_LOG)
+    if ev:
+        gaps, end, busy = {}, ev[0][0], 0
+        for a, b, label in ev:
+            if a > end:
+                gaps[label] = gaps.get(label, 0.0) + (a - end) * 1e-9
+            busy += max(0, b - max(a, end))
+            end = max(end, b)
+        span = (end - ev[0][0]) * 1e-9
+        print(f"\ndevice timeline: first kernel start to last kernel end {span:.2f}s, kernels {busy * 1e-9:.2f}s, "
+              f"idle {sum(gaps.values()):.2f}s; idle before kernels timed after phase:", file=buf)
+        for label, g in sorted(gaps.items(), key=lambda kv: -kv[1]):
+            print(f"    {label:16s} {g:7.3f}s", file=buf)
     print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
           file=buf)
     by = {}

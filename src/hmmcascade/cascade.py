@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +36,8 @@ from operator import attrgetter
 
 import numpy as np
 
-from . import stats
-from .device import Device
+from . import device, stats
+from .device import _COMPLETE, Device
 from .domains import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
 from .io import SequenceSet
@@ -355,7 +356,7 @@ class _MsvRun:
         """Start ranges until ``depth`` of those this started are queued or running (the device's
         wait hook: the previous batch's stages then wait behind at most ``depth`` ranges, and the
         device has work while the host reads and computes)."""
-        self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE()]
+        self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE]
         while len(self._pending) < depth and self._start():
             started = self.started[-1][2]
             if len(started) > 2:
@@ -373,12 +374,6 @@ class _MsvRun:
             lo, hi, started = self.started.popleft()
             xj, sec = self.msv.finish(started, then=top_up)
             yield lo, hi, xj, sec
-
-
-def _COMPLETE():
-    import pyopencl as cl
-
-    return cl.command_execution_status.COMPLETE
 
 
 def _pass_bits(cache: dict, surv, ev: np.ndarray, col: int, F: float) -> np.ndarray:
@@ -496,18 +491,44 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         def begin(b):  # batch b prepared and uploaded
             return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None
 
-        begun = begin(0) if cuts else None
-        for b, (lo, hi) in enumerate(cuts):
-            index = order[lo:hi]
-            following = []
-            out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
-                                        next_batch=lambda: following.append(begin(b + 1)) or following[0])
-            begun = following[0] if following else begin(b + 1)
+        def report(b, st):
+            nonlocal done
             total.add(st)
-            pending.append(worker.submit(finish_batch, index, out))
-            done += int(seqs.lengths[index].sum())
+            done += int(seqs.lengths[order[slice(*cuts[b])]].sum())
             if progress is not None:
                 progress(done, seqs.total_residues)
+
+        if DRIVERS > 1 and len(cuts) > 1:
+            # batches driven by DRIVERS threads taking turns (device.BATON): while one waits for its
+            # kernels, another prepares and launches its next stage
+            def drive(b):
+                with device.BATON:
+                    out, st = cascade.run_batch(begin(b), th, domains=domains, defer_scoring=True)
+                    return st, worker.submit(finish_batch, order[slice(*cuts[b])], out)
+
+            device.BATON = threading.Lock()
+            try:
+                with ThreadPoolExecutor(max_workers=DRIVERS) as drivers:
+                    driven = [drivers.submit(drive, b) for b in range(len(cuts))]
+                    for b, fut in enumerate(driven):
+                        st, records_of = fut.result()
+                        pending.append(records_of)
+                        report(b, st)
+            finally:
+                device.BATON = None
+            # engine-wide counters: the batches' launches interleave, so per-batch differences mix them
+            total.kernel_s["domains"] = union_seconds(cascade.domains.intervals)
+            total.cells["domains"] = sum(cascade.domains.cells.values())
+            total.msv_reruns, total.msv_rerun_s = cascade.msv.reruns, cascade.msv.rerun_s
+        else:
+            begun = begin(0) if cuts else None
+            for b in range(len(cuts)):
+                following = []
+                out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
+                                            next_batch=lambda: following.append(begin(b + 1)) or following[0])
+                begun = following[0] if following else begin(b + 1)
+                pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
+                report(b, st)
         dev.wait_hook = None
         dev.trim()  # the device is idle: the pool's free buffers go
         for fut in pending:
@@ -529,6 +550,10 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
                   fwd_nats=np.zeros(len(rep), dtype=np.float32), filter_nats=np.zeros(len(rep), dtype=np.float32))
     return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
 
+
+#: threads driving batches through the device at once (device.BATON); 1: one thread, the next
+#: batch's MSV launches filling the device's idle moments (Device.wait_hook)
+DRIVERS = 2
 
 #: the interpreter's thread switch interval during a search (Python's default: 5 ms).  The main
 #: thread gives up the GIL in every OpenCL call and, with the default, waits up to 5 ms to get it

@@ -117,9 +117,9 @@ class Device:
     queue: object
     device: object
 
-    #: ``hook()`` is called before the host waits in :meth:`read_async`'s ``read()`` for a copy
-    #: not done yet: the search starts the next batch's MSV launches there, so that the device
-    #: has work queued while the host works on what it reads (None: nothing)
+    #: ``hook()`` is called in :meth:`read_async`'s ``read()`` before it waits: the search starts
+    #: the next batch's MSV launches there, so that the device has work queued while the host
+    #: works on what it reads (None: nothing)
     wait_hook = None
 
     @property
@@ -211,16 +211,18 @@ class Device:
         a = np.ascontiguousarray(array)
         if a.nbytes == 0:
             a = np.zeros(1, dtype=a.dtype)
-        buf, reused = self._take(a.nbytes)
+        buf, freed = self._take(a.nbytes)
         if "_upload_queue" not in self.__dict__:
             self._upload_queue = cl.CommandQueue(self.ctx)
             self._uploads = []
-        after = [cl.enqueue_marker(self.queue)] if reused else None
+        # a reused buffer: written once the main queue has passed the point where it was freed
+        # (usually long ago, so the copy runs at once, beside the kernels)
+        after = [freed] if freed is not None and freed.command_execution_status != _COMPLETE else None
         ev = cl.enqueue_copy(self._upload_queue, buf, a, is_blocking=False, wait_for=after)
         cl.enqueue_barrier(self.queue, wait_for=[ev])
         # pyopencl's event of a copy from host memory keeps that memory alive and, when dropped
         # before the copy is done, waits for it: kept here until done
-        self._uploads = [e for e in self._uploads if e.command_execution_status != cl.command_execution_status.COMPLETE]
+        self._uploads = [e for e in self._uploads if e.command_execution_status != _COMPLETE]
         self._uploads.append(ev)
         return buf
 
@@ -235,28 +237,30 @@ class Device:
         return self._take(nbytes)[0]
 
     def _take(self, nbytes: int):
-        """(buffer of at least ``nbytes`` bytes, whether it was used before) from the pool."""
+        """(buffer of at least ``nbytes`` bytes, None or a marker event) from the pool: a buffer used
+        before comes with a marker of the main queue enqueued after its last use."""
         cl = _cl()
         size = _size_class(max(int(nbytes), 16))
-        pool = self.__dict__.setdefault("_pool", {})  # size -> free buffers
+        pool = self.__dict__.setdefault("_pool", {})  # size -> free (buffer, marker), oldest first
         lent = self.__dict__.setdefault("_lent", [])
         if lent:
-            still = []
+            still, freed = [], []
             for b in lent:  # back to the pool when nobody else refers to it
-                if sys.getrefcount(b) <= _POOL_REFS:
-                    pool.setdefault(int(b.size), []).append(b)
-                else:
-                    still.append(b)
-            lent[:] = still
+                (freed if sys.getrefcount(b) <= _POOL_REFS else still).append(b)
+            if freed:
+                lent[:] = still
+                marker = cl.enqueue_marker(self.queue)  # after every command that can use them
+                for b in freed:
+                    pool.setdefault(int(b.size), []).append((b, marker))
         for cand in (size, _size_class(size + 1), _size_class(_size_class(size + 1) + 1)):  # up to ~1.5x larger
             free = pool.get(cand)
             if free:
-                b = free.pop()
+                b, marker = free.pop(0)
                 lent.append(b)
-                return b, True
+                return b, marker
         b = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=size)
         lent.append(b)
-        return b, False
+        return b, None
 
     def trim(self) -> None:
         """Release the pool's free buffers (this waits for the device to run what is queued)."""
@@ -306,13 +310,13 @@ class Device:
 
         def read() -> np.ndarray:
             hook = self.wait_hook
-            if hook is not None and ev.command_execution_status != cl.command_execution_status.COMPLETE:
+            if hook is not None:
                 self.wait_hook = None  # (not again from the reads the hook itself waits for)
                 try:
                     hook()
                 finally:
                     self.wait_hook = hook
-            ev.wait()
+            wait(ev)
             out = pin.array.view(dtype).copy()
             pin.release()
             return out
@@ -336,6 +340,25 @@ def _refs_in_pool() -> int:
 
 
 _POOL_REFS = _refs_in_pool()
+_COMPLETE = 0  # CL_COMPLETE, an event's execution status when done
+
+#: When set (a lock), the threads that drive the device take turns holding it, and :func:`wait`
+#: lets go of it while waiting for an event: one thread's host work and launches then run while
+#: another's kernels keep the device busy, and no two threads ever run the drivers' code at once.
+BATON = None
+
+
+def wait(ev) -> None:
+    """``ev.wait()``, without holding :data:`BATON` meanwhile."""
+    baton = BATON
+    if baton is None:
+        ev.wait()
+        return
+    baton.release()
+    try:
+        ev.wait()
+    finally:
+        baton.acquire()
 
 
 class Pinned:

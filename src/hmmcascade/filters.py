@@ -11,12 +11,13 @@ measured with OpenCL profiling events.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .device import Device
+from .device import Device, wait
 from .io import SequenceSet
 from .profiles import KP, LengthParams, ProfileDB
 
@@ -68,6 +69,8 @@ def mark(name: str, t0: float) -> float:
     t = time.perf_counter()
     if PHASE_LOG is not None:
         PHASE_LOG.append((name, t0, t))
+        if threading.current_thread() is threading.main_thread():  # (the records thread marks too)
+            _LAST_MARK[0] = name
     return t
 
 
@@ -85,11 +88,20 @@ def union_seconds(intervals) -> float:
     return total * 1e-9
 
 
+#: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`_event_seconds`
+#: appends ``(start ns, end ns, last phase marked before it was timed)``: the device's timeline.
+EVENT_LOG: list | None = None
+_LAST_MARK = ["start"]
+
+
 def _event_seconds(events) -> float:
     total = 0.0
     for ev in events:
-        ev.wait()
-        total += (ev.profile.end - ev.profile.start) * 1e-9
+        wait(ev)
+        a, b = ev.profile.start, ev.profile.end
+        total += (b - a) * 1e-9
+        if EVENT_LOG is not None:
+            EVENT_LOG.append((a, b, _LAST_MARK[0]))
     return total
 
 
