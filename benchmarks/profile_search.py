@@ -36,15 +36,12 @@ def main() -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default=None, help="also write the report here")
-    ap.add_argument("--drivers", type=int, default=None, help="threads driving batches (cascade.DRIVERS)")
     ap.add_argument("--batches", type=int, default=None, help="at least this many batches (cascade.PIPELINE_BATCHES)")
     ap.add_argument("--serial", action="store_true",
                     help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
     args = ap.parse_args()
 
-    if args.drivers:
-        cascade.DRIVERS = args.drivers
     if args.batches:
         cascade.PIPELINE_BATCHES = args.batches
     hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)

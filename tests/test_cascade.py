@@ -55,46 +55,32 @@ def test_batches_cut_by_residues():
     assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000
 
 
-@pytest.mark.parametrize("drivers,msv_path", [(1, None), (1, "tiled"), (2, None), (2, "tiled")])
+@pytest.mark.parametrize("msv_path", [None, "tiled"])
 def test_pipelined_batches_give_the_single_batch_records(default_db, default_seqs, device, default_search,
-                                                         monkeypatch, drivers, msv_path):
+                                                         monkeypatch, msv_path):
     """Several batches, each scored and turned into records in the worker thread while the device
-    works on the next, give the records of one search over one batch, in the same order: with one
-    thread driving the batches, the next batch's MSV launches started while the host waits in this
-    batch's later stages (the device's wait hook); with two, the threads taking turns
-    (device.BATON, let go while waiting for the device).  (``tiled``: the GPUs' asynchronous MSV
-    path, also on a CPU device.)"""
-    from hmmcascade import device as device_module
-
+    works on the next, and the next batch's MSV launches started while the host waits in this
+    batch's later stages (the device's wait hook), give the records of one search over one batch,
+    in the same order.  (``tiled``: the GPUs' asynchronous MSV path, also on a CPU device.)"""
     monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
     monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
-    monkeypatch.setattr(cascade, "DRIVERS", drivers)
     if msv_path:
         monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
     cuts = []
     real = cascade._batches
     monkeypatch.setattr(cascade, "_batches", lambda *a: cuts.append(list(real(*a))) or iter(cuts[-1]))
-    filled, handed = [], []
-    real_fill, real_wait = cascade._MsvRun.fill, device_module.wait
+    filled = []
+    real_fill = cascade._MsvRun.fill
 
     def fill(run):  # count the ranges started by the wait hook
         before = run.n_started
         real_fill(run)
         filled.append(run.n_started - before)
 
-    def wait(ev):  # count the waits that let another driver run
-        handed.append(device_module.BATON is not None)
-        real_wait(ev)
-
     monkeypatch.setattr(cascade._MsvRun, "fill", fill)
-    monkeypatch.setattr(device_module, "wait", wait)
     res = cascade.search(default_db, default_seqs, device)
     assert len(cuts[0]) >= 5
-    assert device.wait_hook is None and device_module.BATON is None
-    if drivers == 1:
-        assert sum(filled) > 0 and not any(handed)
-    else:
-        assert sum(handed) > 10 and not filled
+    assert sum(filled) > 0 and device.wait_hook is None
     def rows(r):
         return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
                  [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in r.records]

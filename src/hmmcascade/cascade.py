@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +35,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from . import device, stats
+from . import stats
 from .device import _COMPLETE, Device
 from .domains import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
@@ -498,37 +497,14 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             if progress is not None:
                 progress(done, seqs.total_residues)
 
-        if DRIVERS > 1 and len(cuts) > 1:
-            # batches driven by DRIVERS threads taking turns (device.BATON): while one waits for its
-            # kernels, another prepares and launches its next stage
-            def drive(b):
-                with device.BATON:
-                    out, st = cascade.run_batch(begin(b), th, domains=domains, defer_scoring=True)
-                    return st, worker.submit(finish_batch, order[slice(*cuts[b])], out)
-
-            device.BATON = threading.Lock()
-            try:
-                with ThreadPoolExecutor(max_workers=DRIVERS) as drivers:
-                    driven = [drivers.submit(drive, b) for b in range(len(cuts))]
-                    for b, fut in enumerate(driven):
-                        st, records_of = fut.result()
-                        pending.append(records_of)
-                        report(b, st)
-            finally:
-                device.BATON = None
-            # engine-wide counters: the batches' launches interleave, so per-batch differences mix them
-            total.kernel_s["domains"] = union_seconds(cascade.domains.intervals)
-            total.cells["domains"] = sum(cascade.domains.cells.values())
-            total.msv_reruns, total.msv_rerun_s = cascade.msv.reruns, cascade.msv.rerun_s
-        else:
-            begun = begin(0) if cuts else None
-            for b in range(len(cuts)):
-                following = []
-                out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
-                                            next_batch=lambda: following.append(begin(b + 1)) or following[0])
-                begun = following[0] if following else begin(b + 1)
-                pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
-                report(b, st)
+        begun = begin(0) if cuts else None
+        for b in range(len(cuts)):
+            following = []
+            out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
+                                        next_batch=lambda: following.append(begin(b + 1)) or following[0])
+            begun = following[0] if following else begin(b + 1)
+            pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
+            report(b, st)
         dev.wait_hook = None
         dev.trim()  # the device is idle: the pool's free buffers go
         for fut in pending:
@@ -550,10 +526,6 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
                   fwd_nats=np.zeros(len(rep), dtype=np.float32), filter_nats=np.zeros(len(rep), dtype=np.float32))
     return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
 
-
-#: threads driving batches through the device at once (device.BATON); 1: one thread, the next
-#: batch's MSV launches filling the device's idle moments (Device.wait_hook)
-DRIVERS = 2
 
 #: the interpreter's thread switch interval during a search (Python's default: 5 ms).  The main
 #: thread gives up the GIL in every OpenCL call and, with the default, waits up to 5 ms to get it

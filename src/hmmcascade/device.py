@@ -316,7 +316,7 @@ class Device:
                     hook()
                 finally:
                     self.wait_hook = hook
-            wait(ev)
+            ev.wait()
             out = pin.array.view(dtype).copy()
             pin.release()
             return out
@@ -342,23 +342,6 @@ def _refs_in_pool() -> int:
 _POOL_REFS = _refs_in_pool()
 _COMPLETE = 0  # CL_COMPLETE, an event's execution status when done
 
-#: When set (a lock), the threads that drive the device take turns holding it, and :func:`wait`
-#: lets go of it while waiting for an event: one thread's host work and launches then run while
-#: another's kernels keep the device busy, and no two threads ever run the drivers' code at once.
-BATON = None
-
-
-def wait(ev) -> None:
-    """``ev.wait()``, without holding :data:`BATON` meanwhile."""
-    baton = BATON
-    if baton is None:
-        ev.wait()
-        return
-    baton.release()
-    try:
-        ev.wait()
-    finally:
-        baton.acquire()
 
 
 class Pinned:

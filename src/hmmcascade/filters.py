@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import Device, wait
+from .device import Device
 from .io import SequenceSet
 from .profiles import KP, LengthParams, ProfileDB
 
@@ -69,8 +69,7 @@ def mark(name: str, t0: float) -> float:
     t = time.perf_counter()
     if PHASE_LOG is not None:
         PHASE_LOG.append((name, t0, t))
-        if threading.current_thread() is threading.main_thread():  # (the records thread marks too)
-            _LAST_MARK[0] = name
+        _LAST_MARK.name = name  # (per thread: the threads driving batches each have theirs)
     return t
 
 
@@ -91,17 +90,17 @@ def union_seconds(intervals) -> float:
 #: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`_event_seconds`
 #: appends ``(start ns, end ns, last phase marked before it was timed)``: the device's timeline.
 EVENT_LOG: list | None = None
-_LAST_MARK = ["start"]
+_LAST_MARK = threading.local()
 
 
 def _event_seconds(events) -> float:
     total = 0.0
     for ev in events:
-        wait(ev)
+        ev.wait()
         a, b = ev.profile.start, ev.profile.end
         total += (b - a) * 1e-9
         if EVENT_LOG is not None:
-            EVENT_LOG.append((a, b, _LAST_MARK[0]))
+            EVENT_LOG.append((a, b, getattr(_LAST_MARK, "name", "start")))
     return total
 
 
