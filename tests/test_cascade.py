@@ -55,6 +55,20 @@ def test_batches_cut_by_residues():
     assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000
 
 
+def test_taper_halves_the_last_full_batch():
+    """_taper: the cuts still cover every sequence in order; the last batch of at least half the
+    residue bound is cut into two of about equal residues; the short last batch (the longest sequences) stays as it was."""
+    lengths = np.sort(np.random.default_rng(5).integers(1, 1000, 10_000))
+    bound = int(lengths.sum()) // 4 + 1
+    cuts = list(cascade._batches(lengths, 1 << 30, 1 << 20, bound))
+    tapered = cascade._taper(cuts, lengths, bound)
+    assert len(tapered) == len(cuts) + 1 and tapered[0][0] == 0 and tapered[-1][1] == len(lengths)
+    assert all(a[1] == b[0] for a, b in zip(tapered, tapered[1:]))
+    res = [int(lengths[a:b].sum()) for a, b in tapered]
+    assert abs(res[-3] - res[-2]) <= 2000 and res[-3] + res[-2] >= bound // 2 and tapered[-1] == cuts[-1]
+    assert cascade._taper([(0, 1)], lengths[:1], bound) == [(0, 1)]
+
+
 @pytest.mark.parametrize("msv_path", [None, "tiled"])
 def test_pipelined_batches_give_the_single_batch_records(default_db, default_seqs, device, default_search,
                                                          monkeypatch, msv_path):

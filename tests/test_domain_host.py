@@ -338,7 +338,9 @@ def captured(default_db, default_seqs, device):
     def env_spy(self, *a, **kw):
         out = real_env(self, *a, **kw)
         if kw.get("traces") is False:
-            pairs[id(out)] = (out, real_env(self, *a, **dict(kw, traces=True)))
+            arrays = out() if kw.get("lazy") else out  # (lazy: the search's way, put together later)
+            pairs[id(arrays)] = (arrays, real_env(self, *a, **dict(kw, traces=True, lazy=False)))
+            return (lambda: arrays) if kw.get("lazy") else arrays
         return out
 
     def spy(*args):

@@ -168,6 +168,21 @@ def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_resi
         start = end
 
 
+def _taper(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> list:
+    """The last batch of about ``batch_residues`` residues cut in two halves (by residues).
+
+    What runs after the device's last launch (the last batch's records, the thresholds) and the
+    last batch's idle moments (no next batch's MSV launches fill them) grow with its size."""
+    cum = np.concatenate([[0], np.cumsum(lengths_sorted, dtype=np.int64)])
+    for n in range(len(cuts) - 1, -1, -1):
+        lo, hi = cuts[n]
+        if hi - lo >= 2 and cum[hi] - cum[lo] >= batch_residues // 2:
+            mid = int(np.searchsorted(cum, (cum[lo] + cum[hi]) // 2))
+            mid = min(max(mid, lo + 1), hi - 1)
+            return cuts[:n] + [(lo, mid), (mid, hi)] + cuts[n + 1:]
+    return cuts
+
+
 class Cascade:
     """The device kernels for one model database, reusable across sequence batches."""
 
@@ -485,7 +500,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     with gc_paused(), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
             ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
-        cuts = list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues))
+        cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
+                      seqs.lengths[order], batch_residues)
 
         def begin(b):  # batch b prepared and uploaded
             return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None

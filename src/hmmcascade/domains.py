@@ -413,7 +413,8 @@ class DomainEngine:
         return regions, fl[:, 4].copy(), np.ascontiguousarray(fl[:, :4]), post
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
-                  length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True, path: str | None = None):
+                  length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True, path: str | None = None,
+                  lazy: bool = False):
         """Run envelope jobs.  mode 1: envsc, oasc, null2 weights and OA trace per job; mode 0: Forward matrices.
 
         mode 1 with ``traces`` gives per job None where the decoding overflowed or the traceback
@@ -423,13 +424,16 @@ class DomainEngine:
         (the search's way) it gives the same as arrays, :class:`EnvelopeResults`, with only the
         trace columns an alignment display shows, taken from each launch's output at once.
         mode 0 gives per job ``(F [Ld+1, 3, W], fx [Ld+1, 6], envsc)``.  ``path``: mode 1's kernel,
-        "wg" or "serial" (default :attr:`envelope_path`).
+        "wg" or "serial" (default :attr:`envelope_path`).  ``lazy`` (with the arrays): a function
+        that puts the :class:`EnvelopeResults` together from the launches' pieces (the search calls
+        it in its records thread, off the path from one batch's launches to the next's).
         """
         n = len(seq)
         results = [None] * n
         arrays = mode == 1 and not traces
         if n == 0:
-            return EnvelopeResults.from_pieces(0, []) if arrays else results
+            return (partial(EnvelopeResults.from_pieces, 0, []) if lazy else EnvelopeResults.from_pieces(0, [])) \
+                if arrays else results
         cl = _cl()
         seq = np.asarray(seq, dtype=np.int64)
         model = np.asarray(model, dtype=np.int64)
@@ -438,8 +442,11 @@ class DomainEngine:
             fits = _env_wg_local_bytes(self._W[model]) <= self.dev.local_mem_bytes - 1024
             if not fits.all():
                 parts = [(idx, self.envelopes(batch, seq[idx], model[idx], np.asarray(start)[idx],
-                                              np.asarray(length)[idx], np.asarray(xfm)[idx], mode, traces, kind))
+                                              np.asarray(length)[idx], np.asarray(xfm)[idx], mode, traces, kind,
+                                              lazy))
                          for idx, kind in ((np.flatnonzero(~fits), "serial"), (np.flatnonzero(fits), "wg"))]
+                if arrays and lazy:
+                    return lambda: EnvelopeResults.combine(n, [(idx, part()) for idx, part in parts])
                 if arrays:
                     return EnvelopeResults.combine(n, parts)
                 for idx, res in parts:
@@ -565,7 +572,9 @@ class DomainEngine:
         while pending:
             finish(*pending.pop(0))
         self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
-        return EnvelopeResults.from_pieces(n, pieces) if arrays else results
+        if arrays:
+            return partial(EnvelopeResults.from_pieces, n, pieces) if lazy else EnvelopeResults.from_pieces(n, pieces)
+        return results
 
     # ---- helpers of decode() and envelopes() ---------------------------------------------------
     def _launches(self, lane_need: np.ndarray, interleave: bool, extra: np.ndarray | None = None,
@@ -752,13 +761,13 @@ class DomainEngine:
             pmove = (F32(2.0) / (L.astype(F32) + F32(2.0))).astype(F32)
             xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)],
                            axis=1)
-            env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False)
+            env = self.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False, lazy=True)
         mark("dom.envelopes", tm)
 
         def score():
             t0 = time.perf_counter()
             out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
-                                ensemble_out, jobs, env)
+                                ensemble_out, jobs, env() if callable(env) else env)
             mark("dom.score", t0)
             return out
 
