@@ -37,6 +37,8 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default=None, help="also write the report here")
     ap.add_argument("--batches", type=int, default=None, help="at least this many batches (cascade.PIPELINE_BATCHES)")
+    ap.add_argument("--fill-depth", type=int, default=None, help="cascade.FILL_DEPTH")
+    ap.add_argument("--ahead", type=int, default=None, help="MSV ranges started ahead of the one read (cascade.MSV_AHEAD)")
     ap.add_argument("--serial", action="store_true",
                     help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
@@ -44,6 +46,10 @@ def main() -> int:
 
     if args.batches:
         cascade.PIPELINE_BATCHES = args.batches
+    if args.fill_depth:
+        cascade.FILL_DEPTH = args.fill_depth
+    if args.ahead:
+        cascade.MSV_AHEAD = args.ahead
     hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
     db = profiles.press(hmms)
     dev = device.open_device(args.device)
