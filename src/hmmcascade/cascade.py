@@ -240,9 +240,8 @@ class Cascade:
         following = None
         for g, (lo, hi, xj, sec) in enumerate(run.ranges()):
             t1 = time.perf_counter()
-            if next_batch is not None and (g == 0 or run.all_started()) and following is None:
+            if g == 0 and next_batch is not None:
                 following = next_batch()  # prepared while the device runs this batch's ranges
-                next_batch = None
             if following is not None and run.all_started():
                 self.dev.wait_hook = following.msv.fill
             st.kernel_s["msv"] += sec
@@ -255,7 +254,6 @@ class Cascade:
             host += time.perf_counter() - t1
         t1 = time.perf_counter()
         st.msv_reruns, st.msv_rerun_s = self.msv.reruns - r0, self.msv.rerun_s - rs0
-        self.msv.release(batch)
         seq_i = np.concatenate(ps)
         mod_i = np.concatenate(pm)
         usc = np.concatenate(usc_all)
@@ -520,13 +518,12 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
 
         begun = begin(0) if cuts else None
         for b in range(len(cuts)):
-            following = []
+            following = {}  # batch b + 1, begun during batch b's MSV stage
             out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
-                                        next_batch=lambda: following.append(begin(b + 1)) or following[0])
-            begun = following[0] if following else begin(b + 1)
+                                        next_batch=lambda: following.setdefault("begun", begin(b + 1)))
+            begun = following["begun"] if following else begin(b + 1)
             pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
             report(b, st)
-        dev.wait_hook = None
         dev.trim()  # the device is idle: the pool's free buffers go
         for fut in pending:
             records.extend(fut.result())

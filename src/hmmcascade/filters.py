@@ -271,11 +271,8 @@ class MsvFilter:
             below = (res >= 0) & (res.astype(np.float32) < thr_model[model_lo:model_hi, None] + thr_seq[None, :])
             res[below] = -3
             return res, sec
-        # buffers reused from launch to launch
-        # (per batch: the search starts the next batch's launches while it finishes this one)
-        key = (id(batch), n_mod * batch.grp_words * 4, n_mod * n_seq * 2)
-        free = self.__dict__.setdefault("_free_sets", {}).setdefault(key, [])
-        bnd, out = free.pop() if free else (self.dev.scratch(key[1]), self.dev.scratch(key[2]))
+        # (launch after launch the device's pool hands out the same buffers)
+        bnd, out = self.dev.scratch(n_mod * batch.grp_words * 4), self.dev.scratch(n_mod * n_seq * 2)
         thr = batch.__dict__.get("_msv_thr")
         if thr is None or thr[0] is not thr_model or thr[1] is not thr_seq:  # once per batch
             thr = batch._msv_thr = (thr_model, thr_seq, self.dev.to_device(thr_model), self.dev.to_device(thr_seq))
@@ -291,7 +288,7 @@ class MsvFilter:
             np.int32(n_seq), m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, np.int32(model_lo),
             *pairs, *thr[2:], bnd, out,
         )
-        return (batch, model_lo, n_mod, n_seq, ev, self.dev.read_async(out, np.int16, n_mod * n_seq), (free, bnd, out))
+        return batch, model_lo, n_mod, n_seq, ev, self.dev.read_async(out, np.int16, n_mod * n_seq)
 
     def _pair_rows(self, model_lo: int, model_hi: int):
         """msv_tiled2's pairs for the models [model_lo, model_hi): ``(n_pairs, device int2 [n_pairs])``
@@ -329,9 +326,8 @@ class MsvFilter:
             if then is not None:
                 then()
             return started
-        batch, model_lo, n_mod, n_seq, ev, read, (free, bnd, out) = started
+        batch, model_lo, n_mod, n_seq, ev, read = started
         xj = read().reshape(n_mod, n_seq)
-        free.append((bnd, out))  # the launch is done with them
         seconds = _event_seconds([ev])
         # the pairs to rerun, found on the flat matrix: a 2-D nonzero is ~10 times slower
         mi, si = np.divmod(np.flatnonzero(xj == -2) if rerun else np.zeros(0, dtype=np.int64), n_seq)
@@ -346,15 +342,6 @@ class MsvFilter:
             seconds += sec
             self.rerun_s += sec
         return xj, seconds
-
-    def release(self, batch: DeviceBatch | None = None) -> None:
-        """Drop the buffers kept from launch to launch for ``batch`` (default: all batches); the
-        search calls this once a batch's MSV launches are done."""
-        sets = self.__dict__.get("_free_sets", {})
-        for key in [k for k in sets if batch is None or k[0] == id(batch)]:
-            del sets[key]  # (the buffers go back to the device's pool)
-        if batch is not None:
-            batch.__dict__.pop("_msv_thr", None)
 
     def _exact_groups(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False):
         """msv_exact_wg (a work-group per pair) on a list of pairs; models too long for its
