@@ -1,17 +1,23 @@
 /* ensemble.cl: HMMER's region_trace_ensemble() (p7_domaindef.c) for multi-domain regions.
  *
- *   region_ensemble   A work-group per region (one work-item on CPUs, up to a warp on
- *                     GPUs): its work-items walk the same 200 stochastic tracebacks of
- *                     the region's multihit Forward matrix (p7_StochasticTrace,
- *                     impl_sse/stotrace.c) in step, sharing what can be shared: the
- *                     loads of E's row walks, the 20 sums of null2 by trace for each
- *                     sampled domain (p7_Null2_ByTrace, impl_sse/null2.c), and the
- *                     per-residue sums (each residue by one work-item); then
+ *   region_ensemble   A work-group per region (one work-item on CPUs, a warp on GPUs)
+ *                     walks 200 stochastic tracebacks of the region's multihit Forward
+ *                     matrix (p7_StochasticTrace, impl_sse/stotrace.c) in rounds: while
+ *                     the walk is in a run (M -> M along the diagonal, I -> I, D -> D,
+ *                     C -> C, J -> J), work-item a takes the step that follows a further
+ *                     steps of the run, with the draw a + 1 after the current one (the
+ *                     generator jumped ahead), and the first work-item whose step leaves
+ *                     the run decides where the walk goes: up to one step per work-item
+ *                     per round, the same steps and draws as the serial walk.  The group
+ *                     shares the loads of E's row walks, the 80 sums of null2 by trace
+ *                     for each sampled domain (p7_Null2_ByTrace, impl_sse/null2.c), and
+ *                     the per-residue sums (each residue by one work-item); then
  *                     single-linkage clustering of the sampled domains
  *                     (p7_spensemble_Cluster, p7_spensemble.c) and removal of dominated
  *                     clusters, the link tests shared by the group (see the clustering).
  *                     (PoCL 3.1 on a CPU did not finish a launch with work-groups of 2 or
- *                     more; CPUs use one work-item per region, GPUs were checked bit-exact.)
+ *                     more; CPUs use one work-item per region, GPUs were checked bit-exact
+ *                     against it: benchmarks/ensemble_variants.py.)
  *
  * This is a transcription of src/hmmcascade/ensemble.py, which reproduces
  * HMMER bit for bit; every float32 and double operation below is the one
@@ -51,7 +57,7 @@
  *   int4 seg[S]    sampled domains (i, j, k, m), in the order HMMER adds them
  *   int  sidx[S]   their trace numbers
  *   int  avail[S], stack[S], assign[S]     single linkage (Easel's b, a, assignments)
- *   int2 runs[W + 1]   a domain's emitting nodes, (node, count) -> (node, float freq bits)
+ *   int2 runs[W + 1]   a domain's emitting nodes, (node, count), nodes decreasing
  *   int  hist[H]   endpoint counts
  *   int  sig[8 * env_cap]   significant clusters (i, j, k, m, prob bits, dominated, -, -)
  * (`ensemble_work_ints` in hmmcascade/ensemble_gpu.py is the same formula.)
@@ -83,6 +89,12 @@
 #define ENS_LANES 32   /* most work-items per region (REGION_LANES in ensemble_gpu.py) */
 #endif
 
+#ifndef ENS_AHEAD
+#define ENS_AHEAD ENS_LANES   /* work-items taking a round's steps at most */
+#endif
+#define RUN_ON 0     /* a round's step that continues the run */
+#define RUN_BAD (-1) /* a round's step from a state the walk cannot be in */
+
 #define TR(tsc, k, t) ((tsc)[(((k) - 1) >> 2) * 32 + (t) * 4 + (((k) - 1) & 3)])
 
 /* esl_random() of Easel's fast (LCG) generator. */
@@ -92,8 +104,36 @@ inline double rng_next(uint *x)
     return (double) (*x) * 2.3283064365386962890625e-10;   /* x / 2^32, exact */
 }
 
-/* Cut point of a choice between two weights: the first is chosen iff roll < cut. */
-inline double cut2(const float a, const float b)
+/* roll < c / d, decided as the double division (correctly rounded) decides it.  The division is
+ * the slowest step of a trace's walk, so the quotient is first approximated: r = 1/d by Newton's
+ * step from 2 - d (d, a sum of normalised weights, is 1 within float rounding), its error checked
+ * with a fused residual (|1 - d r| < 2^-42, else r is not used), q = c r then lies within
+ * 2^-41 of the division's result, and a roll farther than 2^-40 from q is decided by q alone;
+ * nearer (about one roll in 2^40), NaN or infinite values take the exact division.
+ * ENS_EXACT_DIV: always divide. */
+inline double approx_recip(const double d)
+{
+#ifdef ENS_EXACT_DIV
+    return NAN;
+#else
+    double r = 2.0 - d;
+    r = fma(r, fma(-d, r, 1.0), r);
+    r = fma(r, fma(-d, r, 1.0), r);
+    return (fabs(fma(-d, r, 1.0)) < 0x1p-42) ? r : NAN;
+#endif
+}
+
+inline int roll_below(const double roll, const double c, const double d, const double r)
+{
+    const double q = c * r;   /* NaN when r is */
+    if (roll < q * (1.0 - 0x1p-40)) return 1;
+    if (roll > q * (1.0 + 0x1p-40)) return 0;
+    return roll < c / d;
+}
+
+/* A choice between two weights: 1 (the first) iff roll < its cut point, the Kahan float sum
+ * normalising them, the cumulative double sums divided by the total. */
+inline int choose2(const float a, const float b, const double roll)
 {
     float total = 0.0f, comp = 0.0f, y, t;
     y = a - comp; t = total + y; comp = (t - total) - y; total = t;
@@ -102,7 +142,7 @@ inline double cut2(const float a, const float b)
     if (total != 0.0f) { na = a / total; nb = b / total; }
     const double c0 = (double) na;
     const double c1 = c0 + (double) nb;
-    return c0 / c1;
+    return roll_below(roll, c0, c1, approx_recip(c1));
 }
 
 /* Choice among four weights: index 0..3. */
@@ -119,9 +159,10 @@ inline int choose4(const float p0, const float p1, const float p2, const float p
     const double c1 = c0 + (double) n1;
     const double c2 = c1 + (double) n2;
     const double c3 = c2 + (double) n3;
-    if (roll < c0 / c3) return 0;
-    if (roll < c1 / c3) return 1;
-    if (roll < c2 / c3) return 2;
+    const double r = approx_recip(c3);
+    if (roll_below(roll, c0, c3, r)) return 0;
+    if (roll_below(roll, c1, c3, r)) return 1;
+    if (roll_below(roll, c2, c3, r)) return 2;
     return 3;
 }
 
@@ -218,28 +259,6 @@ inline int endpoint(__global const int4 *seg, __global const int *assign, const 
     return lo + best;
 }
 
-/* p7_Null2_ByTrace's sum for canonical residue y: ((l0 + l1) + (l2 + l3)) + xfactor, where lane l's
- * sum l_l is 0 + freq * odds over the runs [bound[l], bound[l+1]) in node order (one SSE lane; nodes
- * with count 0 add exact zeros there and are skipped here).  Odds (y, k) at
- * en[((k-1)/4) * 4 KP + 4 y + (k-1)%4] (node-major table). */
-inline float null2_sum1(__global const int2 *runs, const int *bound, __global const float *en,
-                        const float xfactor, const int y)
-{
-    float lo = 0.0f, hi = 0.0f;
-    for (int l = 0; l < 4; l++) {
-        float acc = 0.0f;
-        for (int r = bound[l]; r < bound[l + 1]; r++) {
-            const int2 rr = runs[r];
-            acc = acc + as_float(rr.y) * en[((rr.x - 1) >> 2) * (4 * KP) + ((rr.x - 1) & 3) + 4 * y];
-        }
-        if (l == 0) lo = acc;
-        else if (l == 1) lo = lo + acc;
-        else if (l == 2) hi = acc;
-        else hi = hi + acc;
-    }
-    return (lo + hi) + xfactor;
-}
-
 __kernel void region_ensemble(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,
@@ -261,6 +280,11 @@ __kernel void region_ensemble(
     __local int shared[2];
     __local double lv[ENS_LANES];   /* E's draw: a block of the row's weights */
     __local float lnv[20];          /* a sampled domain's null2 odds */
+    __local float lacc[80];         /* its 80 sums, residue y and SSE lane l at 4 y + l */
+    __local int lcnt[4];            /* its runs per SSE lane */
+    __local int rfirst[2];          /* a round's first work-item leaving the run */
+    __local int rdec[2][ENS_LANES];  /* each work-item's step in the round */
+    __local uint rx[2][ENS_LANES];   /* and the generator's state after its draw */
 /* residue positions p >= lo that work-item lid owns: p = lid (mod nl), each residue's sum by one work-item */
 #define OWNED_FROM(lo) ((lo) + ((lid - (lo) % nl + nl) % nl))
     if (r >= n_jobs) return;
@@ -302,6 +326,11 @@ __kernel void region_ensemble(
          * work-item 0 alone writes the shared workspace */
         for (int p = OWNED_FROM(1); p <= L; p += nl) n2[p - 1] = 0.0f;
         uint rng = rng_init;
+        /* work-item a's draw in a round: the generator's state a + 1 draws on, x -> jump_a x + jump_c */
+        uint jump_a = 1u, jump_c = 0u;
+        for (int d = 0; d <= lid; d++) { jump_a *= 69069u; jump_c = jump_c * 69069u + 1u; }
+        const int na = min(nl, ENS_AHEAD);   /* work-items taking steps of a round */
+        int round = 0;
         const long maxsteps = (long) (L + 2) * (M + 6) + 16;
 
         /* ---- 200 stochastic traces, each from T back to S */
@@ -309,44 +338,103 @@ __kernel void region_ensemble(
             const int tstart = nseg;
             int i = L, k = 0, s0 = ST_C;
             int hi = L;                                   /* residues hi+1..L have this trace's term */
-            int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0, lastk = 0;
+            int sqfrom = 0, sqto = -1, hmmfrom = 0, hmmto = 0, nruns = 0, nemit = 0, lastk = 0, lastcount = 0;
             long steps = 0;
             while (s0 != ST_S) {
-                if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
                 int s1;
-                if (s0 == ST_M) {                         /* M(i,k) <- B(i-1), M, I, D(i-1,k-1) */
-                    if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
-                    __global const float *prv = F + (long) (i - 1) * 3 * W;
-                    const float pm = (k > 1) ? prv[k - 2] : 0.0f;
-                    const float pi = (k > 1) ? prv[W + k - 2] : 0.0f;
-                    const float pd = (k > 1) ? prv[2 * W + k - 2] : 0.0f;
-                    const int c = choose4(fx[(i - 1) * NX + XB] * TR(t, k, T_BM), pm * TR(t, k, T_MM),
-                                          pi * TR(t, k, T_IM), pd * TR(t, k, T_DM), rng_next(&rng));
-                    s1 = (c == 0) ? ST_B : ((c == 1) ? ST_M : ((c == 2) ? ST_I : ST_D));
-                    k--; i--;
-                } else if (s0 == ST_D) {                  /* D(i,k) <- M(i,k-1), D(i,k-1) */
-                    if (i < 0 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
-                    __global const float *cur = F + (long) i * 3 * W;
-                    float a = 0.0f, b = 0.0f;   /* node 1: no predecessor (Python: 0 * 0) */
-                    if (k > 1) { a = cur[k - 2] * TR(t, k - 1, T_MD); b = cur[2 * W + k - 2] * TR(t, k - 1, T_DD); }
-                    s1 = (rng_next(&rng) < cut2(a, b)) ? ST_M : ST_D;
-                    k--;
-                } else if (s0 == ST_I) {                  /* I(i,k) <- M(i-1,k), I(i-1,k) */
-                    if (i < 1 || k < 1 || k > M) { st = STATUS_ANOMALY; break; }
-                    __global const float *prv = F + (long) (i - 1) * 3 * W;
-                    const double cut = cut2(prv[k - 1] * TR(t, k, T_MI), prv[W + k - 1] * TR(t, k, T_II));
-                    s1 = (rng_next(&rng) < cut) ? ST_M : ST_I;
-                    i--;
-                } else if (s0 == ST_N) {
+                if (s0 == ST_M || s0 == ST_I || s0 == ST_D || s0 == ST_C || s0 == ST_J) {
+                    /* A round of steps: work-item a (< na) takes the step that follows a continuations
+                     * of the run (M -> M along the diagonal, I -> I, D -> D, C -> C, J -> J), with the
+                     * draw a + 1 after the current state; the first that leaves the run (or meets a
+                     * state the walk cannot be in) decides, those before it are the run's steps. */
+                    const int ii = (s0 == ST_D) ? i : i - lid;
+                    const int kk = (s0 == ST_M || s0 == ST_D) ? k - lid : k;
+                    const uint xa = jump_a * rng + jump_c;
+                    const double roll = (double) xa * 2.3283064365386962890625e-10;
+                    int dec = RUN_ON;
+                    if (lid < na) {
+                        if (s0 == ST_M) {                 /* M(i,k) <- B(i-1), M, I, D(i-1,k-1) */
+                            if (ii < 1 || kk < 1 || kk > M) dec = RUN_BAD;
+                            else {
+                                __global const float *prv = F + (long) (ii - 1) * 3 * W;
+                                const float pm = (kk > 1) ? prv[kk - 2] : 0.0f;
+                                const float pi = (kk > 1) ? prv[W + kk - 2] : 0.0f;
+                                const float pd = (kk > 1) ? prv[2 * W + kk - 2] : 0.0f;
+                                const int c = choose4(fx[(ii - 1) * NX + XB] * TR(t, kk, T_BM), pm * TR(t, kk, T_MM),
+                                                      pi * TR(t, kk, T_IM), pd * TR(t, kk, T_DM), roll);
+                                dec = (c == 1) ? RUN_ON : ((c == 0) ? ST_B : ((c == 2) ? ST_I : ST_D));
+                            }
+                        } else if (s0 == ST_D) {          /* D(i,k) <- M(i,k-1), D(i,k-1) */
+                            if (ii < 0 || kk < 1 || kk > M) dec = RUN_BAD;
+                            else {
+                                __global const float *cur = F + (long) ii * 3 * W;
+                                float a = 0.0f, b = 0.0f;   /* node 1: no predecessor (Python: 0 * 0) */
+                                if (kk > 1) { a = cur[kk - 2] * TR(t, kk - 1, T_MD); b = cur[2 * W + kk - 2] * TR(t, kk - 1, T_DD); }
+                                dec = choose2(a, b, roll) ? ST_M : RUN_ON;
+                            }
+                        } else if (s0 == ST_I) {          /* I(i,k) <- M(i-1,k), I(i-1,k) */
+                            if (ii < 1 || kk < 1 || kk > M) dec = RUN_BAD;
+                            else {
+                                __global const float *prv = F + (long) (ii - 1) * 3 * W;
+                                dec = choose2(prv[kk - 1] * TR(t, kk, T_MI), prv[W + kk - 1] * TR(t, kk, T_II), roll)
+                                      ? ST_M : RUN_ON;
+                            }
+                        } else {                          /* C(i) <- C(i-1), E(i);  J(i) <- J(i-1), E(i) */
+                            if (ii < 1) dec = RUN_BAD;
+                            else {
+                                const int xs = (s0 == ST_C) ? XC : XJ;
+                                const float etr = (s0 == ST_C) ? emove : eloop;
+                                dec = choose2(fx[(ii - 1) * NX + xs] * nloop, (fx[ii * NX + XE] * etr) * fx[ii * NX + XSCALE],
+                                              roll) ? RUN_ON : ST_E;
+                            }
+                        }
+                    }
+                    /* the first work-item leaving the run (slots alternate between rounds, so that one
+                     * round's writes never meet the previous round's reads) */
+                    const int slot = round & 1;
+                    round++;
+                    if (lid == 0) rfirst[slot] = na;
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    if (dec != RUN_ON) atomic_min(&rfirst[slot], lid);
+                    rdec[slot][lid] = dec;
+                    rx[slot][lid] = xa;
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const int J = rfirst[slot];           /* steps that continue the run */
+                    steps += (J < na) ? J + 1 : J;
+                    if (steps > maxsteps) { st = STATUS_OVERFLOW; break; }
+                    if (J > 0) {
+                        if (s0 == ST_M) {                 /* J matches, each a new run of one node */
+                            if (nruns + J > W + 1) { st = STATUS_OVERFLOW; break; }
+                            if (lid == 0) runs[nruns - 1] = (int2) (lastk, lastcount);
+                            if (lid >= 1 && lid < J) runs[nruns + lid - 1] = (int2) (k - lid, 1);
+                            nruns += J; nemit += J;
+                            i -= J; k -= J;
+                            lastk = k; lastcount = 1;
+                            sqfrom = i; hmmfrom = k;
+                        } else if (s0 == ST_I) {          /* J inserts at the node of the last run */
+                            nemit += J; lastcount += J;
+                            i -= J;
+                        } else if (s0 == ST_D) {
+                            k -= J;
+                        } else {
+                            i -= J;
+                        }
+                    }
+                    rng = rx[slot][(J < na) ? J : na - 1];
+                    if (J == na) continue;                /* still in the run */
+                    s1 = rdec[slot][J];
+                    if (s1 == RUN_BAD) { st = STATUS_ANOMALY; break; }
+                    if (s0 == ST_M) { k--; i--; }
+                    else if (s0 == ST_I) i--;
+                    else if (s0 == ST_D) k--;
+                } else if (s0 == ST_N) {                  /* N(i) <- N(i-1) ... N(0) <- S: no draws */
                     if (i < 0) { st = STATUS_ANOMALY; break; }
-                    s1 = (i == 0) ? ST_S : ST_N;
-                } else if (s0 == ST_C || s0 == ST_J) {    /* C(i) <- C(i-1), E(i);  J(i) <- J(i-1), E(i) */
-                    if (i < 1) { st = STATUS_ANOMALY; break; }
-                    const int xs = (s0 == ST_C) ? XC : XJ;
-                    const float etr = (s0 == ST_C) ? emove : eloop;
-                    const double cut = cut2(fx[(i - 1) * NX + xs] * nloop, (fx[i * NX + XE] * etr) * fx[i * NX + XSCALE]);
-                    s1 = (rng_next(&rng) < cut) ? s0 : ST_E;
+                    steps += i + 1;
+                    if (steps > maxsteps) { st = STATUS_OVERFLOW; break; }
+                    i = 0;
+                    s1 = ST_S;
                 } else if (s0 == ST_E) {                  /* E(i) <- M(i,k), D(i,k), striped order */
+                    if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
                     if (i < 0) { st = STATUS_ANOMALY; break; }
                     const double roll = rng_next(&rng);
                     const float E = fx[i * NX + XE];
@@ -358,8 +446,9 @@ __kernel void region_ensemble(
                     s1 = (pick > 0) ? ST_M : ST_D;
                     k = abs(pick);
                 } else if (s0 == ST_B) {                  /* B(i) <- N(i), J(i) */
+                    if (++steps > maxsteps) { st = STATUS_OVERFLOW; break; }
                     if (i < 0) { st = STATUS_ANOMALY; break; }
-                    s1 = (rng_next(&rng) < cut2(fx[i * NX + XN] * nmove, fx[i * NX + XJ] * nmove)) ? ST_N : ST_J;
+                    s1 = choose2(fx[i * NX + XN] * nmove, fx[i * NX + XJ] * nmove, rng_next(&rng)) ? ST_N : ST_J;
                 } else { st = STATUS_ANOMALY; break; }
 
                 /* the domain being traced back (E .. B): first/last M, emitting nodes */
@@ -372,12 +461,12 @@ __kernel void region_ensemble(
                     }
                     nemit++;
                     if (nruns > 0 && lastk == k) {
-                        if (lid == 0) runs[nruns - 1].y++;
-                    } else {
+                        lastcount++;
+                    } else {                              /* the last run is kept in registers */
                         if (nruns >= W + 1) { st = STATUS_OVERFLOW; break; }
-                        if (lid == 0) runs[nruns] = (int2) (k, 1);
+                        if (lid == 0 && nruns > 0) runs[nruns - 1] = (int2) (lastk, lastcount);
                         nruns++;
-                        lastk = k;
+                        lastk = k; lastcount = 1;
                     }
                 } else if (s1 == ST_B) {
                     /* p7_trace_Index's domain: pair for the ensemble */
@@ -386,27 +475,34 @@ __kernel void region_ensemble(
                     /* p7_Null2_ByTrace: float frequencies, lanes summed over q, lanes (l0+l1)+(l2+l3) */
                     const float norm = (float) (1.0 / (double) nemit);
                     if (lid == 0) {
+                        runs[nruns - 1] = (int2) (lastk, lastcount);
                         seg[nseg] = (int4) (sqfrom + ireg - 1, sqto + ireg - 1, hmmfrom, hmmto);
                         sidx[nseg] = tr;
-                        for (int a = 0, b = nruns - 1; a < b; a++, b--) {   /* recorded with nodes decreasing */
-                            const int2 tmp = runs[a]; runs[a] = runs[b]; runs[b] = tmp;
-                        }
-                        for (int z = 0; z < nruns; z++) runs[z].y = as_int((float) runs[z].y * norm);
+                        for (int l = 0; l < 4; l++) lcnt[l] = 0;
                     }
                     nseg++;
-                    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-                    const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
-                    for (int y = lid; y < 20; y += nl) {   /* residue y's sums: the runs in node order */
-                        int bound[5];
-                        bound[0] = 0;
-                        int lane = 0;
-                        for (int z = 0; z < nruns; z++) {
-                            const int ln = (runs[z].x - 1) / Q;
-                            while (lane < ln) { lane++; bound[lane] = z; }
+                    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   /* runs written by every work-item */
+                    /* the runs were recorded with nodes decreasing, so those of SSE lane l (node k in
+                     * lane (k-1)/Q) are one block, lanes 3..0 in memory order: count them */
+                    for (int z = lid; z < nruns; z += nl) atomic_inc(&lcnt[(runs[z].x - 1) / Q]);
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    /* 80 sums, residue y and SSE lane l each: 0 + freq * odds over lane l's runs in node
+                     * order (memory order reversed), freq = (float) count * norm */
+                    for (int task = lid; task < 80; task += nl) {
+                        const int y = task >> 2, l = task & 3;
+                        int lo = 0;
+                        for (int l2 = 3; l2 > l; l2--) lo += lcnt[l2];
+                        float acc = 0.0f;
+                        for (int z = lo + lcnt[l] - 1; z >= lo; z--) {
+                            const int2 rr = runs[z];
+                            acc = acc + ((float) rr.y * norm) * en[((rr.x - 1) >> 2) * (4 * KP) + ((rr.x - 1) & 3) + 4 * y];
                         }
-                        while (lane < 4) { lane++; bound[lane] = nruns; }
-                        lnv[y] = null2_sum1(runs, bound, en, xfactor, y);
+                        lacc[task] = acc;
                     }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const float xfactor = (0.0f * norm + 0.0f * norm) + 0.0f * norm;   /* no N, C, J in a domain */
+                    for (int y = lid; y < 20; y += nl)    /* lanes summed (l0 + l1) + (l2 + l3) */
+                        lnv[y] = ((lacc[4 * y] + lacc[4 * y + 1]) + (lacc[4 * y + 2] + lacc[4 * y + 3])) + xfactor;
                     barrier(CLK_LOCAL_MEM_FENCE);
                     float nv[KP];
                     for (int y = 0; y < 20; y++) nv[y] = lnv[y];

@@ -156,18 +156,23 @@ class Device:
         cache = self.__dict__.setdefault("_programs", {})
         if name in cache:
             return cache[name]
+        prg = self.build(name)
+        cache[name] = prg
+        return prg
+
+    def build(self, name: str, extra_options: tuple = ()):
+        """Build ``kernels/<name>.cl`` with this device's options plus ``extra_options`` (not cached:
+        benchmarks compare variants of a kernel this way)."""
         cl = _cl()
         src = _source(name)
         options = ["-cl-std=CL1.2"]
         if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # IEEE float division, as HMMER's C
-        options += self.ptx_options()
+        options += self.ptx_options() + list(extra_options)
         try:
-            prg = cl.Program(self.ctx, src).build(options=options)
+            return cl.Program(self.ctx, src).build(options=options)
         except cl.RuntimeError as exc:
             raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
-        cache[name] = prg
-        return prg
 
     def ptx_options(self) -> list[str]:
         """Build macros enabling inline PTX on NVIDIA devices (``HMMCASCADE_NO_PTX=1``: portable code).

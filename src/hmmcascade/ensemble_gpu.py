@@ -7,8 +7,9 @@ for each, bit for bit: the region's null2 scores and its envelopes.
 1. Kernel ``envelope`` (``kernels/domains.cl``) in mode 0 writes each
    region's multihit Forward matrix (length model of the whole target) into
    device scratch.
-2. Kernel ``region_ensemble`` reads those matrices where they are, one
-   work-item per region: 200 stochastic traces (the generator reseeded to
+2. Kernel ``region_ensemble`` reads those matrices where they are, a
+   work-group per region (a warp on GPUs, taking a round of a trace's steps
+   at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
    42 per region, as HMMER's ``do_reseeding``), null2 by trace summed per
    residue, single-linkage clustering, dominated clusters removed.  It
    returns the mean null2 odds ratio per residue and the envelopes.
@@ -91,21 +92,17 @@ def _chunks(need: np.ndarray, budget: int):
 
 
 def _region_lanes(dev, k: int) -> int:
-    """Work-items per region for a launch of ``k`` regions: on a GPU up to REGION_LANES (a warp
-    per region, so that regions' divergent walks do not serialise each other), fewer where that
-    many would not all be resident at once (about 2,048 work-items per compute unit); 1 on a CPU.
-    The work-group of a region samples its traces on one work-item and tests the single-linkage
-    clustering's links on all of them (kernels/ensemble.cl).
+    """Work-items per region for a launch of ``k`` regions: REGION_LANES (a warp) on a GPU, 1 on a
+    CPU.  The work-items of a region take a round of its trace's steps at once (each the step
+    that follows the others continuing the current run, with its own draw), share the row walks
+    of E's draws and the null2 sums, and test the clustering's links (kernels/ensemble.cl).
 
-    Measured on an H200 (dev-x10): a warp per region took a launch of 4,125 regions from 1.55 s
-    to 0.64 s, but one of 15,190 regions from 0.48 s to 0.61 s."""
+    Measured on an H200 (dev x4, 33,920 regions, 2026-11-21): 32 work-items per region 0.74 s,
+    as many as stay resident (16 in launches of more than 8,448 regions) 0.78 s, 8 1.04 s, one
+    (the serial walk) 3.95 s."""
     if not dev.is_gpu:
         return 1
-    resident = 2048 * int(dev.device.max_compute_units)
-    per = REGION_LANES
-    while per > 1 and per * k > resident:
-        per //= 2
-    return per
+    return REGION_LANES
 
 
 def _min_traces(nsamples: int) -> int:
