@@ -39,6 +39,10 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=None, help="at least this many batches (cascade.PIPELINE_BATCHES)")
     ap.add_argument("--fill-depth", type=int, default=None, help="cascade.FILL_DEPTH")
     ap.add_argument("--ahead", type=int, default=None, help="MSV ranges started ahead of the one read (cascade.MSV_AHEAD)")
+    ap.add_argument("--begun-ahead", type=int, default=None,
+                    help="batches prepared ahead, whose MSV ranges fill the device (cascade.BEGUN_AHEAD)")
+    ap.add_argument("--records-after", action="store_true",
+                    help="make the records after the batch loop (how much the records thread slows the loop)")
     ap.add_argument("--serial", action="store_true",
                     help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
@@ -50,6 +54,8 @@ def main() -> int:
         cascade.FILL_DEPTH = args.fill_depth
     if args.ahead:
         cascade.MSV_AHEAD = args.ahead
+    if args.begun_ahead:
+        cascade.BEGUN_AHEAD = args.begun_ahead
     hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
     db = profiles.press(hmms)
     dev = device.open_device(args.device)
@@ -89,6 +95,15 @@ def main() -> int:
                 return fut
 
         cascade.ThreadPoolExecutor = ImmediatePool
+    if args.records_after:  # the worker thread's work done after the device's last launch
+        class DeferredPool(real_pool):
+            def submit(self, fn, *a, **k):
+                class Later:
+                    def result(self):
+                        return fn(*a, **k)
+                return Later()
+
+        cascade.ThreadPoolExecutor = DeferredPool
     prof = cProfile.Profile()
     t = time.perf_counter()
     prof.enable()
@@ -142,6 +157,8 @@ def main() -> int:
     for key in ("tottime", "cumulative"):
         print(f"\n---- by {key} ----", file=buf)
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(args.top)
+    print("\n---- callers of the functions with the most own time ----", file=buf)
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_callers(8)
     text = buf.getvalue()
     print(text)
     if args.out:

@@ -74,10 +74,11 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
                                                          monkeypatch, msv_path):
     """Several batches, each scored and turned into records in the worker thread while the device
     works on the next, and the next batch's MSV launches started while the host waits in this
-    batch's later stages (the device's wait hook), give the records of one search over one batch,
+    batch's later stages (the device's wait hook, up to BEGUN_AHEAD batches ahead), give the records of one search over one batch,
     in the same order.  (``tiled``: the GPUs' asynchronous MSV path, also on a CPU device.)"""
     monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
     monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
+    monkeypatch.setattr(cascade, "BEGUN_AHEAD", 2 if msv_path else 1)  # the hook's ranges from one or two batches
     if msv_path:
         monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
     cuts = []
@@ -86,10 +87,11 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
     filled = []
     real_fill = cascade._MsvRun.fill
 
-    def fill(run):  # count the ranges started by the wait hook
+    def fill(run, depth=None):  # count the ranges started by the wait hook
         before = run.n_started
-        real_fill(run)
+        queued = real_fill(run, depth)
         filled.append(run.n_started - before)
+        return queued
 
     monkeypatch.setattr(cascade._MsvRun, "fill", fill)
     res = cascade.search(default_db, default_seqs, device)

@@ -211,18 +211,20 @@ class Cascade:
         return _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq), time.perf_counter() - t0)
 
     def run_batch(self, seqs: "SequenceSet | _Begun", th: Thresholds, domains: bool = True,
-                  defer_scoring: bool = False, next_batch=None) -> tuple[dict, StageStats]:
+                  defer_scoring: bool = False, fill=None, prepare=None) -> tuple[dict, StageStats]:
         """All models against one length-sorted batch; returns survivors' raw scores and counts.
 
         ``seqs``: the batch, or :meth:`begin_batch`'s result for it.  ``out["domains"]`` is the
         domain stage's result; with ``defer_scoring`` a function that computes it from the
-        device's results on the host alone (:meth:`DomainEngine.run_device`).  ``next_batch()``,
-        when given, returns the next batch's :meth:`begin_batch` result (or None): it is called
-        during this batch's MSV stage, and that batch's MSV launches then fill the device's idle
-        moments in this batch's later stages."""
+        device's results on the host alone (:meth:`DomainEngine.run_device`).  ``fill()``, when
+        given, becomes the device's wait hook once this batch's MSV launches are all started
+        (it starts later batches' MSV launches: they fill the device's idle moments in this
+        batch's later stages); ``prepare()`` is called while the device runs this batch's first
+        MSV launches (the search begins the next batch there)."""
         st = StageStats()
         begun = seqs if isinstance(seqs, _Begun) else self.begin_batch(seqs, th)
-        self.dev.wait_hook = None  # this batch's own MSV stage keeps the device busy
+        # this batch's own MSV launches first; when they were all started ahead, later batches' at once
+        self.dev.wait_hook = fill if fill is not None and begun.msv.all_started() else None
         t0 = time.perf_counter()
         db = self.db
         seqs, lp, batch, run = begun.seqs, begun.lp, begun.batch, begun.msv
@@ -237,13 +239,12 @@ class Cascade:
         host = time.perf_counter() - t0 + begun.host_s
         tm = mark("prepare", t0)
         mark(f"msv.ahead {run.n_started}/{len(run.groups)}", tm)  # ranges started in the previous batch's stages
-        following = None
         for g, (lo, hi, xj, sec) in enumerate(run.ranges()):
             t1 = time.perf_counter()
-            if g == 0 and next_batch is not None:
-                following = next_batch()  # prepared while the device runs this batch's ranges
-            if following is not None and run.all_started():
-                self.dev.wait_hook = following.msv.fill
+            if g == 0 and prepare is not None:
+                prepare()  # while the device runs this batch's ranges
+            if fill is not None and run.all_started():
+                self.dev.wait_hook = fill
             st.kernel_s["msv"] += sec
             st.cells["msv"] += int(db.M[lo:hi].sum()) * int(L.sum())
             st.pairs["msv"] += (hi - lo) * len(seqs)
@@ -341,6 +342,9 @@ class _Begun:
 FILL_DEPTH = 3
 #: a batch's MSV ranges started ahead of the one the host reads
 MSV_AHEAD = 2
+#: batches prepared and uploaded ahead of the one run, whose MSV ranges the wait hook starts
+#: (measured on an H200, dev-x10, 2026-11-21: 2 and 3 no better than 1, within run-to-run noise)
+BEGUN_AHEAD = 1
 
 
 class _MsvRun:
@@ -366,16 +370,17 @@ class _MsvRun:
         self.n_started += 1
         return True
 
-    def fill(self, depth: int | None = None) -> None:
+    def fill(self, depth: int | None = None) -> int:
         """Start ranges until ``depth`` of those this started are queued or running (the device's
-        wait hook: the previous batch's stages then wait behind at most ``depth`` ranges, and the
-        device has work while the host reads and computes)."""
-        depth = depth or FILL_DEPTH
+        wait hook: an earlier batch's stages then wait behind at most ``depth`` ranges, and the
+        device has work while the host reads and computes); returns how many are."""
+        depth = FILL_DEPTH if depth is None else depth
         self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE]
         while len(self._pending) < depth and self._start():
             started = self.started[-1][2]
             if len(started) > 2:
                 self._pending.append(started[4])
+        return len(self._pending)
 
     def ranges(self, ahead: int | None = None):
         """``(lo, hi, J(L) [models, sequences], kernel seconds)`` range after range, with
@@ -516,12 +521,27 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             if progress is not None:
                 progress(done, seqs.total_residues)
 
-        begun = begin(0) if cuts else None
+        begun = {}  # batch number -> begin(b), batches prepared ahead of the one run
+        current = [0]
+
+        def get(b):
+            if b not in begun and b < len(cuts):
+                begun[b] = begin(b)
+            return begun.get(b)
+
+        def fill():  # the device's wait hook: the MSV launches of the next BEGUN_AHEAD batches
+            depth = FILL_DEPTH
+            for b in range(current[0] + 1, min(current[0] + 1 + BEGUN_AHEAD, len(cuts))):
+                run = get(b).msv
+                depth -= run.fill(depth)
+                if depth <= 0 or not run.all_started():
+                    return
+
         for b in range(len(cuts)):
-            following = {}  # batch b + 1, begun during batch b's MSV stage
-            out, st = cascade.run_batch(begun, th, domains=domains, defer_scoring=True,
-                                        next_batch=lambda: following.setdefault("begun", begin(b + 1)))
-            begun = following["begun"] if following else begin(b + 1)
+            current[0] = b
+            out, st = cascade.run_batch(get(b), th, domains=domains, defer_scoring=True, fill=fill,
+                                        prepare=lambda: get(b + 1))
+            del begun[b]
             pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
             report(b, st)
         dev.trim()  # the device is idle: the pool's free buffers go

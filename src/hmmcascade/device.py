@@ -313,7 +313,7 @@ class Device:
         pin = self.pinned(nbytes)
         ev = cl.enqueue_copy(queue or self.queue, pin.array, buf, src_offset=int(offset), is_blocking=False)
 
-        def read() -> np.ndarray:
+        def read(_hold=(buf, keep)) -> np.ndarray:
             hook = self.wait_hook
             if hook is not None:
                 self.wait_hook = None  # (not again from the reads the hook itself waits for)

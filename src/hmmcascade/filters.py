@@ -429,7 +429,11 @@ class _PairKernel:
             yield start, end
             start = end
 
-    def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, out_dtype):
+    def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, out_dtype, plan=None):
+        """Scores of the pairs, in launches of similar pairs (``plan``: ``(pair indices, _start
+        keywords)`` per launch, default :meth:`_order` cut by :meth:`_chunks`); every launch is
+        queued before the first result is read, so that the device runs one while the host
+        prepares the next."""
         pair_seq = np.asarray(pair_seq, dtype=np.int32)
         pair_model = np.asarray(pair_model, dtype=np.int32)
         if pair_seq.shape != pair_model.shape or pair_seq.ndim != 1:
@@ -440,16 +444,23 @@ class _PairKernel:
             return out, 0.0
         if pair_seq.min() < 0 or pair_seq.max() >= len(batch.seqs):
             raise ValueError("pair_seq indexes outside the batch")
-        order = self._order(batch, pair_seq, pair_model)
+        if plan is None:
+            order = self._order(batch, pair_seq, pair_model)
+            plan = [(order[lo:hi], {}) for lo, hi in self._chunks(pair_model[order])]
+        started = [(idx, kw, *self._start(batch, pair_seq[idx], pair_model[idx], out_dtype, **kw)) for idx, kw in plan]
         seconds = 0.0
-        for lo, hi in self._chunks(pair_model[order]):
-            idx = order[lo:hi]
-            res, sec = self._launch(batch, pair_seq[idx], pair_model[idx], out_dtype)
-            out[idx] = res
-            log_launch(self._log_name(pair_model[idx]), sec,
+        for idx, kw, read, ev in started:
+            out[idx] = read()
+            sec = _event_seconds([ev])
+            log_launch(self._log_name(pair_model[idx], **kw), sec,
                        lambda: self.models.db.M[pair_model[idx]].astype(np.int64) * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
         return out, seconds
+
+    def _launch(self, batch, pair_seq, pair_model, out_dtype, **kw):
+        """One launch, waited for: its scores and kernel seconds."""
+        read, ev = self._start(batch, pair_seq, pair_model, out_dtype, **kw)
+        return read(), _event_seconds([ev])
 
     def _order(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray) -> np.ndarray:
         """The pairs by model length, then target length: similar pairs side by side in a launch.
@@ -465,10 +476,11 @@ class _PairKernel:
             return np.argsort(M.astype(np.uint16), kind="stable")
         return np.argsort(M.astype(np.int64) * (int(L.max()) + 1) + L, kind="stable")
 
-    def _launch(self, batch, pair_seq, pair_model, out_dtype):  # pragma: no cover - abstract
+    def _start(self, batch, pair_seq, pair_model, out_dtype, **kw):  # pragma: no cover - abstract
+        """Queue one launch: ``(read, event)``, ``read()`` giving its scores."""
         raise NotImplementedError
 
-    def _log_name(self, pair_model) -> str:
+    def _log_name(self, pair_model, **kw) -> str:
         """The kernel's name in :data:`LAUNCH_LOG` for a launch of these pairs."""
         return type(self).__name__
 
@@ -491,7 +503,7 @@ class BiasFilter(_PairKernel):
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.float32)
 
-    def _launch(self, batch, pair_seq, pair_model, out_dtype):
+    def _start(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
         out = self.dev.scratch(n * 4)
         ev = self.kernel(
@@ -500,7 +512,7 @@ class BiasFilter(_PairKernel):
             self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n),
             self.models.bias_odds, self.models.model_M, out,
         )
-        return self.dev.from_device(out, np.float32, n), _event_seconds([ev])
+        return self.dev.read_async(out, np.float32, n), ev
 
 
 class ViterbiFilter(_PairKernel):
@@ -546,13 +558,13 @@ class ViterbiFilter(_PairKernel):
         for lo, hi in super()._chunks(pair_model[n_wg:]):
             yield n_wg + lo, n_wg + hi
 
-    def _log_name(self, pair_model) -> str:
+    def _log_name(self, pair_model, **kw) -> str:
         return "ViterbiFilter/wg" if self._is_wg(pair_model) else "ViterbiFilter"
 
     def _is_wg(self, pair_model) -> bool:
         return int(self.models.node_words[pair_model].max()) <= self.wg_qmax
 
-    def _launch(self, batch, pair_seq, pair_model, out_dtype):
+    def _start(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
         out = self.dev.scratch(n * 2)
@@ -574,7 +586,7 @@ class ViterbiFilter(_PairKernel):
                 m.vit_msc, m.word_emis_off, m.vit_tsc, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
                 np.int16(m.db.base_w), rows, out,
             )
-        return self.dev.from_device(out, np.int16, n), _event_seconds([ev])
+        return self.dev.read_async(out, np.int16, n, keep=(rows,) if not self._is_wg(pair_model) else ()), ev
 
 
 class ForwardFilter(_PairKernel):
@@ -603,17 +615,18 @@ class ForwardFilter(_PairKernel):
         rest_mask = np.ones(len(pair_seq), dtype=bool)
         rest_mask[big] = False
         rest = np.flatnonzero(rest_mask)
-        out = np.empty(len(pair_seq), dtype=np.float32)
-        out[rest], seconds = self.run(batch, pair_seq[rest], pair_model[rest], np.float32)
+        plan = []
+        if len(rest):
+            order = rest[self._order(batch, pair_seq[rest], pair_model[rest])]
+            plan = [(order[lo:hi], {}) for lo, hi in self._chunks(pair_model[order])]
         order = big[np.argsort(cells[big], kind="stable")]  # forward_wg starts the largest first
-        for lo, hi in self._chunks(pair_model[order]):
-            idx = order[lo:hi]
-            out[idx], sec = self._launch(batch, pair_seq[idx], pair_model[idx], np.float32, wg=True)
-            log_launch("ForwardFilter/wg", sec, lambda: cells[idx])
-            seconds += sec
-        return out, seconds
+        plan += [(order[lo:hi], {"wg": True}) for lo, hi in self._chunks(pair_model[order])]
+        return self.run(batch, pair_seq, pair_model, np.float32, plan=plan)
 
-    def _launch(self, batch, pair_seq, pair_model, out_dtype, wg: bool = False):
+    def _log_name(self, pair_model, wg: bool = False) -> str:
+        return "ForwardFilter/wg" if wg else "ForwardFilter"
+
+    def _start(self, batch, pair_seq, pair_model, out_dtype, wg: bool = False):
         """forward_filter (a work-item per pair) or, with ``wg``, forward_wg (a work-group per pair)."""
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
@@ -627,7 +640,7 @@ class ForwardFilter(_PairKernel):
             ev = self.wg(self.dev.queue, (n * FWD_WG,), (FWD_WG,), *args, self.dev.local(_fwd_wg_local_bytes(max_Q)))
         else:
             ev = self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)
-        return self.dev.from_device(out, np.float32, n), _event_seconds([ev])
+        return self.dev.read_async(out, np.float32, n, keep=(rows,)), ev
 
 
 def _fwd_wg_local_bytes(Q):
