@@ -276,7 +276,7 @@ __kernel void region_ensemble(
      * work-item samples the traces; all of them test the clustering's links. */
     const int r = (int) (get_num_groups(0) - 1 - get_group_id(0));   /* largest regions first */
     const int lid = (int) get_local_id(0), nl = (int) get_local_size(0);
-    __local int flag[ENS_LANES];
+    __local uint lmask;             /* the clustering: the linked slots of a block, bit per work-item */
     __local int shared[2];
     __local double lv[ENS_LANES];   /* E's draw: a block of the row's weights */
     __local float lnv[20];          /* a sampled domain's null2 odds */
@@ -554,9 +554,10 @@ __kernel void region_ensemble(
     /* ---- esl_cluster_SingleLinkage, with Easel's stack order.  Easel's inner loop walks avail[]
      * from nb-1 down, moving the last element into each removed slot; the moved elements were
      * tested already, so every slot is tested with the element it held when the loop began.  The
-     * work-items test a block of slots at once; the first one then replays the removals of the
-     * block in Easel's order. */
+     * work-items test a block of slots at once (a bit each in lmask); the first one then replays
+     * the removals of the block in Easel's order. */
     for (int a = lid; a < n; a += nl) avail[a] = n - a - 1;
+    if (lid == 0) lmask = 0u;
     int nb = n, nc = 0, na = 0;
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (;;) {
@@ -575,14 +576,16 @@ __kernel void region_ensemble(
         const int4 sv = seg[v];
         for (int top = nb0 - 1; top >= 0; top -= nl) {
             const int a = top - lid;
-            flag[lid] = (a >= 0) ? linked(sv, seg[avail[a]]) : 0;
+            if (a >= 0 && linked(sv, seg[avail[a]])) atomic_or(&lmask, 1u << lid);
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (lid == 0) {
-                for (int b = 0; b < nl && top - b >= 0; b++) {
-                    if (flag[b]) {
-                        stack[na++] = avail[top - b];
-                        avail[top - b] = avail[--nb];
-                    }
+            if (lid == 0) {   /* the linked slots in order b = 0, 1, ...: slots top, top - 1, ... */
+                uint m = lmask;
+                lmask = 0u;
+                while (m) {
+                    const int b = 31 - (int) clz(m & (0u - m));
+                    m &= m - 1u;
+                    stack[na++] = avail[top - b];
+                    avail[top - b] = avail[--nb];
                 }
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
