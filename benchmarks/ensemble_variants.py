@@ -4,8 +4,8 @@ real search: each variant recomputes every region the search hands to
 results are compared with the first variant's (null2 scores and envelopes, exactly).
 
     python3 benchmarks/ensemble_variants.py --models M.hmm.gz --seqs S.faa.gz --copies 1 \\
-        --variant exact:-DENS_EXACT_DIV --variant fast: --variant fast-pf4:-DENS_PREFETCH=4 \\
-        --variant fast-lanes1::1
+        --variant serial::1 --variant warp: --variant ahead8:-DENS_AHEAD=8 \\
+        --variant exact-div:-DENS_EXACT_DIV
 
 A variant is ``name:build options:lanes`` (options separated by commas; lanes per region,
 default as the search chooses).
@@ -22,30 +22,23 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hmmcascade import cascade, device, ensemble_gpu, filters, profiles  # noqa: E402
-from run_benchmark import PROGRAMS, read_workload  # noqa: E402
+from hmmcascade import cascade, ensemble_gpu, filters  # noqa: E402
+from run_benchmark import add_workload_arguments, open_workload  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", required=True)
-    ap.add_argument("--seqs", required=True)
-    ap.add_argument("--copies", type=int, default=1)
-    ap.add_argument("--max-models", type=int, default=0)
-    ap.add_argument("--device", default=None)
+    add_workload_arguments(ap)
     ap.add_argument("--variant", action="append", required=True, help="name:options:lanes")
     args = ap.parse_args()
 
-    hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
-    db = profiles.press(hmms)
-    dev = device.open_device(args.device)
-    for name in PROGRAMS:
-        dev.program(name)
+    db, seqs, dev = open_workload(args)
     variants = []
     for spec in args.variant:
         name, opts, lanes = (spec.split(":") + ["", ""])[:3]
         options = tuple(o for o in opts.split(",") if o)
-        variants.append((name, dev.build("ensemble", options), int(lanes) if lanes else None))
+        prg = dev.build("ensemble", options)
+        variants.append((name, prg, prg.region_ensemble, int(lanes) if lanes else None))
     secs = {v[0]: 0.0 for v in variants}
     diffs = {v[0]: 0 for v in variants}
     regions = [0]
@@ -60,10 +53,10 @@ def main() -> int:
         first = None
         saved = programs["ensemble"], kernels.get(("ensemble", "region_ensemble"))
         try:
-            for name, prg, lanes in variants:
+            for name, prg, kernel, lanes in variants:
                 programs["ensemble"] = prg
-                kernels[("ensemble", "region_ensemble")] = prg.region_ensemble
-                ensemble_gpu._region_lanes = (lambda d, k, n=lanes: n) if lanes else lanes_default
+                kernels[("ensemble", "region_ensemble")] = kernel
+                ensemble_gpu._region_lanes = (lambda d, n=lanes: n) if lanes else lanes_default
                 stats = engine.__dict__.setdefault("ensemble_stats", ensemble_gpu.EnsembleStats())
                 before = stats.ensemble_s
                 log, filters.LAUNCH_LOG = filters.LAUNCH_LOG, []
@@ -84,7 +77,7 @@ def main() -> int:
     ensemble_gpu.region_ensembles = run_variants
     res = cascade.search(db, seqs, dev)
     print(f"device {dev.name}; {len(res.hits)} hits; {regions[0]} multi-domain regions")
-    for name, _, lanes in variants:
+    for name, _, _, lanes in variants:
         print(f"  {name:20s} lanes {lanes or 'auto':>4}  ensemble kernel {secs[name]:7.3f} s  "
               f"regions differing from {variants[0][0]}: {diffs[name]}")
         print("      launches (s, regions, largest M x L): " +

@@ -23,17 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hmmcascade import cascade, device, filters, profiles  # noqa: E402
-from run_benchmark import PROGRAMS, read_workload  # noqa: E402
+from hmmcascade import cascade, filters  # noqa: E402
+from run_benchmark import add_workload_arguments, open_workload  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", required=True)
-    ap.add_argument("--seqs", required=True)
-    ap.add_argument("--copies", type=int, default=1)
-    ap.add_argument("--max-models", type=int, default=0)
-    ap.add_argument("--device", default=None)
+    add_workload_arguments(ap)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default=None, help="also write the report here")
     ap.add_argument("--batches", type=int, default=None, help="at least this many batches (cascade.PIPELINE_BATCHES)")
@@ -56,11 +52,7 @@ def main() -> int:
         cascade.MSV_AHEAD = args.ahead
     if args.begun_ahead:
         cascade.BEGUN_AHEAD = args.begun_ahead
-    hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
-    db = profiles.press(hmms)
-    dev = device.open_device(args.device)
-    for name in PROGRAMS:
-        dev.program(name)
+    db, seqs, dev = open_workload(args)
 
     engines = []
     init = cascade.Cascade.__init__

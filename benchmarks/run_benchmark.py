@@ -51,6 +51,26 @@ def read_workload(models: str, seqs: str, copies: int = 1, max_models: int = 0):
     return hmms, targets
 
 
+def add_workload_arguments(ap) -> None:
+    """The options naming a workload and a device, shared by the benchmark scripts."""
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--seqs", required=True)
+    ap.add_argument("--copies", type=int, default=1, help="renamed copies of the proteins (10 = dev-x10)")
+    ap.add_argument("--max-models", type=int, default=0, help="use only the first N models (0 = all)")
+    ap.add_argument("--device", default=None)
+
+
+def open_workload(args):
+    """``(pressed models, sequences, device)`` for :func:`add_workload_arguments`' options, every
+    program built."""
+    hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
+    db = profiles.press(hmms)
+    dev = device.open_device(args.device)
+    for name in PROGRAMS:
+        dev.program(name)
+    return db, seqs, dev
+
+
 def to_digital_block(seqs: SequenceSet):
     from pyhmmer.easel import Alphabet, DigitalSequence, DigitalSequenceBlock
 
@@ -65,12 +85,8 @@ def to_digital_block(seqs: SequenceSet):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", required=True)
-    ap.add_argument("--seqs", required=True)
-    ap.add_argument("--copies", type=int, default=1, help="renamed copies of the proteins (10 = dev-x10)")
-    ap.add_argument("--max-models", type=int, default=0, help="use only the first N models (0 = all)")
+    add_workload_arguments(ap)
     ap.add_argument("--cpus", type=int, default=os.cpu_count())
-    ap.add_argument("--device", default=None)
     ap.add_argument("--skip-pyhmmer", action="store_true")
     ap.add_argument("--filters-only", action="store_true",
                     help="stop hmmcascade after the Forward filter (kernel benchmarks; implies --skip-pyhmmer)")

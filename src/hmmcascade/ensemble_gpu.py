@@ -91,9 +91,8 @@ def _chunks(need: np.ndarray, budget: int):
         start = end
 
 
-def _region_lanes(dev, k: int) -> int:
-    """Work-items per region for a launch of ``k`` regions: REGION_LANES (a warp) on a GPU, 1 on a
-    CPU.  The work-items of a region take a round of its trace's steps at once (each the step
+def _region_lanes(dev) -> int:
+    """Work-items per region: REGION_LANES (a warp) on a GPU, 1 on a CPU.  The work-items of a region take a round of its trace's steps at once (each the step
     that follows the others continuing the current run, with its own draw), share the row walks
     of E's draws and the null2 sums, and test the clustering's links (kernels/ensemble.cl).
 
@@ -274,7 +273,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         keep += [d_seq, d_model, d_start, d_len, d_xfm, d_scr_off]
         ev_e, reads = None, None
         if on_device:
-            per = _region_lanes(dev, k)
+            per = _region_lanes(dev)
             work_ints = ensemble_work_ints(Lr[idx], M[idx], segcap[idx], env_cap)
             n2_off = _offsets(Lr[idx])
             d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
