@@ -414,27 +414,15 @@ __kernel void msv_exact(
 #define MSV_WG GROUP_WG
 #define MSV_WG_QMAX 1024
 
-__kernel __attribute__((reqd_work_group_size(MSV_WG, 1, 1)))
-void msv_exact_wg(
-    __global const uchar *dsq,        /* packed residues [seq_off[s] + i]                 */
-    __global const long  *seq_off,
-    __global const int   *seq_len,
-    __global const uchar *seq_tjb,
-    __global const int   *pair_seq,   /* [n_pairs] sequence of the batch                  */
-    __global const int   *pair_model, /* [n_pairs] model (M <= 4 * MSV_WG_QMAX)           */
-    const int n_pairs,
-    __global const uchar4 *cost,
-    __global const long  *cost_off,
-    __global const int   *model_M,
-    __global const uchar4 *params,
-    __global short *out_xj)           /* [n_pairs]: J(L) or -1 (overflow)                 */
+/* The exact recurrence of pair (s, m) by the work-group (rows: 2 * MSV_WG_QMAX words of local
+ * memory, red: MSV_WG words); every work-item returns J(L), or -1 on overflow. */
+inline short msv_exact_group(
+    const int s, const int m, __global const uchar *dsq, __global const long *seq_off,
+    __global const int *seq_len, __global const uchar *seq_tjb, __global const uchar4 *cost,
+    __global const long *cost_off, __global const int *model_M, __global const uchar4 *params,
+    __local uchar4 *rows, __local uint *red)
 {
-    __local uchar4 rows[2 * MSV_WG_QMAX];
-    __local uint red[MSV_WG];
-    const int pi = (int) get_group_id(0);
     const int lane = (int) get_local_id(0);
-    if (pi >= n_pairs) return;                     /* uniform over the group */
-    const int s = pair_seq[pi], m = pair_model[pi];
     const int Q = (model_M[m] + 3) / 4;
     const int L = seq_len[s];
     const uchar4 p = params[m];
@@ -463,13 +451,69 @@ void msv_exact_wg(
         }
         const uchar xE = (uchar) group_max_u32((uint) max(max(xEv.x, xEv.y), max(xEv.z, xEv.w)), red);
         barrier(CLK_LOCAL_MEM_FENCE);              /* row i complete before row i+1 reads it */
-        if (add_sat(xE, p.w) == 255) {
-            if (lane == 0) out_xj[pi] = -1;
-            return;                                /* uniform: xE is the group's */
-        }
+        if (add_sat(xE, p.w) == 255) return -1;   /* uniform: xE is the group's */
         xJ = max(xJ, sub_sat(xE, tec));
         xB = sub_sat(max(base, xJ), tjbm);
         cur ^= 1;
     }
-    if (lane == 0) out_xj[pi] = xJ;
+    return xJ;
+}
+
+__kernel __attribute__((reqd_work_group_size(MSV_WG, 1, 1)))
+void msv_exact_wg(
+    __global const uchar *dsq,        /* packed residues [seq_off[s] + i]                 */
+    __global const long  *seq_off,
+    __global const int   *seq_len,
+    __global const uchar *seq_tjb,
+    __global const int   *pair_seq,   /* [n_pairs] sequence of the batch                  */
+    __global const int   *pair_model, /* [n_pairs] model (M <= 4 * MSV_WG_QMAX)           */
+    const int n_pairs,
+    __global const uchar4 *cost,
+    __global const long  *cost_off,
+    __global const int   *model_M,
+    __global const uchar4 *params,
+    __global short *out_xj)           /* [n_pairs]: J(L) or -1 (overflow)                 */
+{
+    __local uchar4 rows[2 * MSV_WG_QMAX];
+    __local uint red[MSV_WG];
+    const int pi = (int) get_group_id(0);
+    if (pi >= n_pairs) return;                     /* uniform over the group */
+    const short xj = msv_exact_group(pair_seq[pi], pair_model[pi], dsq, seq_off, seq_len, seq_tjb, cost,
+                                     cost_off, model_M, params, rows, red);
+    if (get_local_id(0) == 0) out_xj[pi] = xj;
+}
+
+/* msv_exact_list: msv_exact_group on the pairs msv_tiled2 handed back (-2) in one model range's
+ * output matrix, listed by select.cl's msv_rerun_list (flat positions (m - model0) * n_seq + s,
+ * their number at n_listed[slot], at most cap of them kept); each score is written back in place.
+ * A work-group takes list entries group, group + groups, ... (the count is known on the device
+ * only, so the launch has a fixed number of groups). */
+__kernel __attribute__((reqd_work_group_size(MSV_WG, 1, 1)))
+void msv_exact_list(
+    __global const uchar *dsq,
+    __global const long  *seq_off,
+    __global const int   *seq_len,
+    __global const uchar *seq_tjb,
+    __global const int   *listed,     /* [cap] flat positions in out_xj                   */
+    __global const int   *n_listed,   /* [slot]: how many were listed (may exceed cap)    */
+    const int slot,
+    const int cap,
+    const int n_seq,
+    const int model0,
+    __global const uchar4 *cost,
+    __global const long  *cost_off,
+    __global const int   *model_M,
+    __global const uchar4 *params,
+    __global short *out_xj)           /* the range's [models, n_seq] matrix, updated      */
+{
+    __local uchar4 rows[2 * MSV_WG_QMAX];
+    __local uint red[MSV_WG];
+    const int n = min(n_listed[slot], cap);
+    for (int k = (int) get_group_id(0); k < n; k += (int) get_num_groups(0)) {
+        const int pos = listed[k];
+        const short xj = msv_exact_group(pos % n_seq, model0 + pos / n_seq, dsq, seq_off, seq_len, seq_tjb,
+                                         cost, cost_off, model_M, params, rows, red);
+        if (get_local_id(0) == 0) out_xj[pos] = xj;
+        barrier(CLK_LOCAL_MEM_FENCE);              /* the rows are reused by the next pair */
+    }
 }

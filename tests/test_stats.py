@@ -43,15 +43,24 @@ def test_pass_thresholds_give_the_p_value_decisions(default_db, surv, col, F):
 
 def test_pass_thresholds_fall_back_to_p_values():
     """No threshold (NaN) where every score passes (F >= 1), for missing parameters, or where the
-    threshold is too close to 0 for the check; ``passes`` then computes those P-values."""
-    loc = np.array([10.0, np.nan, 1e-6 + 0.0, 20.0])
-    lam = np.array([0.7, 0.7, 50.0, 0.6])
-    F = 1 - np.exp(-1.0)  # gumbel_surv(loc) = F: the third threshold is at 1e-6 bits
+    threshold is too close to 0 for the check even with its widest window; ``passes`` then
+    computes those P-values.  (A threshold at 1e-6 bits needs a wider window than 64 floats,
+    and gets one.)"""
+    loc = np.array([10.0, np.nan, 1e-30, 20.0, 1e-6])
+    lam = np.array([0.7, 0.7, 50.0, 0.6, 50.0])
+    F = 1 - np.exp(-1.0)  # gumbel_surv(loc) = F: the third threshold is at 1e-30 bits, the fifth at 1e-6
     thr = stats.pass_thresholds(stats.gumbel_surv, loc, lam, F)
-    assert np.isnan(thr[1]) and np.isnan(thr[2]) and not np.isnan(thr[[0, 3]]).any()
+    assert np.isnan(thr[1]) and np.isnan(thr[2]) and not np.isnan(thr[[0, 3, 4]]).any()
+    assert np.isnan(stats.pass_thresholds(stats.gumbel_surv, loc[4:], lam[4:], F, window=64 * 16)) \
+        == np.isnan(stats.pass_thresholds(stats.gumbel_surv, loc[4:], lam[4:], F, window=64)) == [False]
+    near = np.float32(thr[4]) + np.arange(-3000, 3000, dtype=np.float32) * np.float32(1e-12)
+    with np.errstate(invalid="ignore"):
+        want4 = ~(stats.gumbel_surv(near, loc[4], lam[4]) > F)
+    assert 0 < want4.sum() < len(near) and np.array_equal(near >= thr[4], want4)
     assert np.isnan(stats.pass_thresholds(stats.gumbel_surv, loc, lam, 1.0)).all()
-    x = np.array([9.0, 11.0, 0.0, 1e-5, 0.0, 30.0, np.nan], dtype=np.float32)
+    x = np.array([9.0, 11.0, 0.0, 1e-5, -1e-5, 30.0, np.nan], dtype=np.float32)
     m = np.array([0, 0, 1, 2, 2, 3, 3])
+    loc, lam, thr = loc[:4], lam[:4], thr[:4]
     with np.errstate(invalid="ignore"):
         want = ~(stats.gumbel_surv(x, loc[m], lam[m]) > F)
     assert np.array_equal(stats.passes(x, m, thr, stats.gumbel_surv, loc, lam, F), want)

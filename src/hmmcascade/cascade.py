@@ -208,7 +208,26 @@ class Cascade:
         lp = length_params(seqs.lengths, self.db)
         batch = DeviceBatch.upload(self.dev, seqs, lp)
         thr_model, thr_seq = _msv_thresholds(lp, self.db, th.F1)
-        return _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq), time.perf_counter() - t0)
+        sel = self._select(th)
+        select = None if sel is None else (lambda n_ranges: sel.begin_batch(batch, lp, n_ranges))
+        return _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq, select=select),
+                      time.perf_counter() - t0)
+
+    def _select(self, th: Thresholds):
+        """The device-side tests for these thresholds (:mod:`hmmcascade.select`), or None where
+        the host must do them (no doubles, F1 >= 1, thresholds the host tests exactly)."""
+        from .select import DeviceSelect
+
+        key = (th.F1, th.F2)
+        cache = self.__dict__.setdefault("_selects", {})
+        if key not in cache:
+            ev = self.db.evparams.astype(np.float64)
+            pc = self.__dict__.setdefault("_pass_bits", {})
+            arrays = (_pass_bits(pc, stats.gumbel_surv, ev, 0, th.F1), _pass_bits(pc, stats.gumbel_surv, ev, 0, th.F2),
+                      _pass_bits(pc, stats.gumbel_surv, ev, 2, th.F2))
+            ok = th.F1 < 1.0 and th.F2 < 1.0 and DeviceSelect.usable(self.dev, self.msv, arrays)
+            cache[key] = DeviceSelect(self.dev, self, *arrays) if ok else None
+        return cache[key]
 
     def run_batch(self, seqs: "SequenceSet | _Begun", th: Thresholds, domains: bool = True,
                   defer_scoring: bool = False, fill=None, prepare=None) -> tuple[dict, StageStats]:
@@ -226,6 +245,62 @@ class Cascade:
         # this batch's own MSV launches first; when they were all started ahead, later batches' at once
         self.dev.wait_hook = fill if fill is not None and begun.msv.all_started() else None
         t0 = time.perf_counter()
+        seqs, lp, batch = begun.seqs, begun.lp, begun.batch
+        L = seqs.lengths.astype(np.int64)
+        host = time.perf_counter() - t0 + begun.host_s
+        tm = mark("prepare", t0)
+        mark(f"msv.ahead {begun.msv.n_started}/{len(begun.msv.groups)}", tm)  # ranges started in earlier stages
+        passed = None
+        if begun.msv.select is not None:
+            passed, tm, h = self._filters_select(begun, th, st, fill, prepare)
+            host += h
+            if passed is None:  # a device list overflowed: the host's tests redo the batch
+                st = StageStats()
+                begun.msv = _MsvRun(self.msv, batch, *_msv_thresholds(lp, self.db, th.F1))
+                self.dev.wait_hook = None
+                prepare = None  # (done)
+        if passed is None:
+            passed, tm, h = self._filters_host(begun, th, st, fill, prepare)
+            host += h
+        seq_i, mod_i, filtersc = passed
+        t1 = time.perf_counter()
+        db = self.db
+        ev = db.evparams.astype(np.float64)
+        cache = self.__dict__.setdefault("_pass_bits", {})
+        expo = stats.exp_surv
+        host += time.perf_counter() - t1
+        fwd, sec = self.forward(batch, seq_i, mod_i)
+        t1 = time.perf_counter()
+        st.kernel_s["forward"] += sec
+        st.pairs["forward"] += len(seq_i)
+        st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
+        keep = np.flatnonzero(stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo,
+                                           ev[:, 4], ev[:, 5], th.F3))
+        st.past_fwd = len(keep)
+        out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
+        out["nullsc"] = lp.nullsc_nats[out["seq"]]
+        host += time.perf_counter() - t1
+        tm = mark("forward", tm)
+        if domains:
+            i0 = len(self.domains.intervals)
+            c0 = dict(self.domains.cells)
+            t1 = time.perf_counter()
+            score = self.domains.run_device(batch, out["seq"], out["model"], out["fwd"], out["nullsc"])
+            out["domains"] = score if defer_scoring else score()
+            kern = union_seconds(self.domains.intervals[i0:])  # launches overlap on several queues
+            st.kernel_s["domains"] += kern
+            st.pairs["domains"] += len(out["seq"])
+            st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
+            host += time.perf_counter() - t1 - kern
+            t1 = time.perf_counter()
+        st.host_s = host + time.perf_counter() - t1
+        return out, st
+
+
+    def _filters_host(self, begun: "_Begun", th: Thresholds, st: StageStats, fill, prepare):
+        """The MSV, bias and Viterbi filters with the tests on the host: ``((seq, model,
+        filtersc) of the pairs for the Forward filter, last mark, host seconds)``."""
+        t0 = time.perf_counter()
         db = self.db
         seqs, lp, batch, run = begun.seqs, begun.lp, begun.batch, begun.msv
         L = seqs.lengths.astype(np.int64)
@@ -233,12 +308,11 @@ class Cascade:
         ps, pm, usc_all = [], [], []
         r0, rs0 = self.msv.reruns, self.msv.rerun_s
         # per model the least bit score whose P-value passes each test (stats.pass_thresholds)
-        gumbel, expo = stats.gumbel_surv, stats.exp_surv
+        gumbel = stats.gumbel_surv
         cache = self.__dict__.setdefault("_pass_bits", {})
         pass_msv = _pass_bits(cache, gumbel, ev, 0, th.F1)
-        host = time.perf_counter() - t0 + begun.host_s
-        tm = mark("prepare", t0)
-        mark(f"msv.ahead {run.n_started}/{len(run.groups)}", tm)  # ranges started in the previous batch's stages
+        host = time.perf_counter() - t0
+        tm = time.perf_counter()
         for g, (lo, hi, xj, sec) in enumerate(run.ranges()):
             t1 = time.perf_counter()
             if g == 0 and prepare is not None:
@@ -299,33 +373,58 @@ class Cascade:
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
         tm = mark("viterbi", tm)
-        fwd, sec = self.forward(batch, seq_i, mod_i)
-        t1 = time.perf_counter()
-        st.kernel_s["forward"] += sec
-        st.pairs["forward"] += len(seq_i)
-        st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
-        keep = np.flatnonzero(stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo,
-                                           ev[:, 4], ev[:, 5], th.F3))
-        st.past_fwd = len(keep)
-        out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
-        out["nullsc"] = lp.nullsc_nats[out["seq"]]
-        host += time.perf_counter() - t1
-        tm = mark("forward", tm)
-        if domains:
-            i0 = len(self.domains.intervals)
-            c0 = dict(self.domains.cells)
-            t1 = time.perf_counter()
-            score = self.domains.run_device(batch, out["seq"], out["model"], out["fwd"], out["nullsc"])
-            out["domains"] = score if defer_scoring else score()
-            kern = union_seconds(self.domains.intervals[i0:])  # launches overlap on several queues
-            st.kernel_s["domains"] += kern
-            st.pairs["domains"] += len(out["seq"])
-            st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
-            host += time.perf_counter() - t1 - kern
-            t1 = time.perf_counter()
-        st.host_s = host + time.perf_counter() - t1
-        return out, st
+        return (seq_i, mod_i, filtersc), tm, host
 
+    def _filters_select(self, begun: "_Begun", th: Thresholds, st: StageStats, fill, prepare):
+        """The MSV, bias and Viterbi filters with the tests on the device (:mod:`hmmcascade.select`):
+        as :meth:`_filters_host`; ``None`` instead of the pairs when a device list overflowed."""
+        t0 = time.perf_counter()
+        db, run, sel = self.db, begun.msv, begun.msv.select
+        L = begun.seqs.lengths.astype(np.int64)
+        while run._start():  # every range of this batch, then the next batch's through the wait hook
+            pass
+        if fill is not None:
+            self.dev.wait_hook = fill
+        if prepare is not None:
+            prepare()
+        host = time.perf_counter() - t0
+        msv = sel.msv_done()
+        t1 = time.perf_counter()
+        seconds = 0.0
+        while run.started:
+            seconds += self.msv.finish(run.started.popleft()[2])[1]
+        st.kernel_s["msv"] += seconds
+        st.cells["msv"] += int(db.M.sum()) * int(L.sum())
+        st.pairs["msv"] += len(db) * len(begun.seqs)
+        tm = mark("msv", t0)
+        if msv is None:
+            return None, tm, host
+        st.past_msv, bias_cells, st.msv_reruns = msv
+        if th.bias_filter:
+            st.pairs["bias"] += st.past_msv
+            st.cells["bias"] += bias_cells
+        host += time.perf_counter() - t1
+        if not sel.bias_stage(th.bias_filter, self.bias):
+            return None, tm, host
+        t1 = time.perf_counter()
+        st.kernel_s["bias"] += sel.info["bias_s"]
+        st.past_bias = sel.info["past_bias"]
+        tm = mark("bias", tm)
+        host += time.perf_counter() - t1
+        out = sel.viterbi_stage()
+        if out is None:
+            return None, tm, host
+        t1 = time.perf_counter()
+        st.kernel_s["viterbi"] += sel.info["vit_s"]
+        st.pairs["viterbi"] += sel.info["vit_pairs"]
+        st.cells["viterbi"] += sel.info["vit_cells"]
+        # the host's order: model by model, targets in batch order
+        order = np.argsort(out["model"].astype(np.int64) * max(len(begun.seqs), 1) + out["seq"], kind="stable")
+        seq_i, mod_i, filtersc = out["seq"][order], out["model"][order], out["filtersc"][order]
+        st.past_vit = len(seq_i)
+        host += time.perf_counter() - t1
+        tm = mark("viterbi", tm)
+        return (seq_i, mod_i, filtersc), tm, host
 
 @dataclass
 class _Begun:
@@ -352,9 +451,12 @@ class _MsvRun:
     ahead of the host reading its result: two ahead of the range read (:meth:`ranges`) and,
     before that, one at a time in the previous batch's later stages (:meth:`fill`)."""
 
-    def __init__(self, msv: MsvFilter, batch: DeviceBatch, thr_model: np.ndarray, thr_seq: np.ndarray):
+    def __init__(self, msv: MsvFilter, batch: DeviceBatch, thr_model: np.ndarray, thr_seq: np.ndarray,
+                 select=None):
         self.msv, self.batch, self.thr = msv, batch, (thr_model, thr_seq)
         self.groups = list(msv.model_groups(batch.grp_words))
+        #: the batch's :class:`~hmmcascade.select.BatchSelect` (device-side tests), or None
+        self.select = select(len(self.groups)) if callable(select) else select
         self.started = deque()  # (lo, hi, MsvFilter.start's result), not read yet
         self.n_started = 0
         self._pending = []  # kernel events of the ranges fill() started, not known to be done
@@ -366,7 +468,8 @@ class _MsvRun:
         if self.all_started():
             return False
         lo, hi = self.groups[self.n_started]
-        self.started.append((lo, hi, self.msv.start(self.batch, lo, hi, *self.thr)))
+        self.started.append((lo, hi, self.msv.start(self.batch, lo, hi, *self.thr, select=self.select,
+                                                     slot=self.n_started)))
         self.n_started += 1
         return True
 
@@ -378,7 +481,10 @@ class _MsvRun:
         self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE]
         while len(self._pending) < depth and self._start():
             started = self.started[-1][2]
-            if len(started) > 2:
+            if isinstance(started[0], str):
+                if started[1]:
+                    self._pending.append(started[1][0])
+            elif len(started) > 2:
                 self._pending.append(started[4])
         return len(self._pending)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import Device
+from .device import Device, _cl
 from .io import SequenceSet
 from .profiles import KP, LengthParams, ProfileDB
 
@@ -251,14 +251,18 @@ class MsvFilter:
         return self.finish(self.start(batch, model_lo, model_hi, thr_model, thr_seq))
 
     def start(self, batch: DeviceBatch, model_lo: int, model_hi: int, thr_model: np.ndarray | None = None,
-              thr_seq: np.ndarray | None = None):
+              thr_seq: np.ndarray | None = None, select=None, slot: int = 0):
         """Enqueue :meth:`__call__`'s work and the read of its result; :meth:`finish` gives the
         result.  The search starts the next model range before it finishes one, so that the
-        device computes while the host reads the previous range's candidates."""
+        device computes while the host reads the previous range's candidates.
+
+        ``select`` (a :class:`~hmmcascade.select.BatchSelect`): the matrix stays on the device,
+        where the pairs passing F1 are appended to the batch's list (range ``slot`` of the batch);
+        returns ``("select", events)``."""
         n_seq = len(batch.seqs)
         n_mod = model_hi - model_lo
         if n_seq == 0 or n_mod <= 0:
-            return np.zeros((max(n_mod, 0), n_seq), dtype=np.int16), 0.0
+            return ("select", []) if select is not None else (np.zeros((max(n_mod, 0), n_seq), dtype=np.int16), 0.0)
         if thr_model is None or thr_seq is None:
             thr_model = np.full(len(self.models.node_words), -np.inf, dtype=np.float32)
             thr_seq = np.zeros(n_seq, dtype=np.float32)
@@ -266,6 +270,10 @@ class MsvFilter:
         thr_seq = np.asarray(thr_seq, dtype=np.float32)
         if self.path == "exact":
             mi, si = np.divmod(np.arange(n_mod * n_seq), n_seq)
+            if select is not None:
+                out = self.dev.scratch(n_mod * n_seq * 2)
+                evs = self._exact(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32), into=out)
+                return "select", evs + select.sel.msv_range(select, out, model_lo, n_mod, False, slot)
             res, sec = self._exact(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32))
             res = res.reshape(n_mod, n_seq)
             below = (res >= 0) & (res.astype(np.float32) < thr_model[model_lo:model_hi, None] + thr_seq[None, :])
@@ -288,6 +296,8 @@ class MsvFilter:
             np.int32(n_seq), m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, np.int32(model_lo),
             *pairs, *thr[2:], bnd, out,
         )
+        if select is not None:
+            return "select", [ev] + select.sel.msv_range(select, out, model_lo, n_mod, True, slot)
         return batch, model_lo, n_mod, n_seq, ev, self.dev.read_async(out, np.int16, n_mod * n_seq)
 
     def _pair_rows(self, model_lo: int, model_hi: int):
@@ -322,6 +332,10 @@ class MsvFilter:
         the host waits.  (On another queue the reruns would not overlap: NVIDIA's OpenCL
         serialises kernels of different queues that read the same buffers.)  ``rerun=False``:
         the tiled kernel's words as they are, -2 kept (to compare the tiled kernels)."""
+        if isinstance(started[0], str):  # the selection's kernels: their seconds
+            if then is not None:
+                then()
+            return None, _event_seconds(started[1])
         if len(started) == 2:  # computed in start
             if then is not None:
                 then()
@@ -375,9 +389,11 @@ class MsvFilter:
 
         return collect if defer else collect()
 
-    def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False):
+    def _exact(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False,
+               into=None):
         """msv_exact on a list of pairs, in chunks whose rows fit the scratch budget (``defer``: as
-        in :meth:`_exact_groups`)."""
+        in :meth:`_exact_groups`; ``into``: a device buffer the scores are copied to, in pair
+        order, instead of read: returns the kernels' events)."""
         words = self.models.node_words[pair_model].astype(np.int64)
         m = self.models
         step = max(1, self.scratch_bytes // (4 * int(words.max())))
@@ -393,8 +409,15 @@ class MsvFilter:
                 batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
                 m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, row, res,
             )
+            if into is not None:
+                _cl().enqueue_copy(self.dev.queue, into, res, dst_offset=2 * start, byte_count=2 * n)
+                chunks.append((start, end, ev, None))
+                continue
             read = self.dev.read_async(res, np.int16, n, keep=(pairs, row))
             chunks.append((start, end, ev, read if defer else read()))  # (not deferred: one chunk's rows at a time)
+
+        if into is not None:
+            return [c[2] for c in chunks]
 
         def collect():
             out = np.empty(len(pair_seq), dtype=np.int16)

@@ -98,11 +98,13 @@ def pass_thresholds(surv, loc: np.ndarray, lam: np.ndarray, F: float, window: in
 
     ``thr`` is found by bisection over the float32 values, then checked on the ``window`` values
     either side: ``surv`` must be above F on every one below it and not above F on it and every
-    one above, and at the window's two ends differ from F by more than ``1e-14 + 1e-8 F``.  A double
+    one above, and at the window's two ends differ from F by more than ``1e-14 + 1e-8 F``; where
+    that fails, with windows 16, 256, ... times wider (while few models are left: near 0 the
+    floats are dense).  A double
     P-value (at most 1, from exponentials of arguments below 750) is off by less than 1e-15 +
     2e-13 P, so beyond the window the exact P, monotone, keeps every score on its side of F.  Where
-    the check fails (F >= 1, missing or unusual parameters, a threshold within ~1e-3 of 0 where 64
-    floats are too close together) ``thr`` is NaN and the caller computes the P-values
+    the check fails (F >= 1, missing or unusual parameters, a threshold so close to 0 that even
+    the widest window is too narrow) ``thr`` is NaN and the caller computes the P-values
     (:func:`passes`).
 
     Arguments:
@@ -117,9 +119,10 @@ def pass_thresholds(surv, loc: np.ndarray, lam: np.ndarray, F: float, window: in
     lam = np.asarray(lam, dtype=np.float64).reshape(-1)
     n = len(loc)
 
-    def fails(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fails(keys: np.ndarray, which=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         reps = keys.shape[1] if keys.ndim == 2 else 1
-        P = surv(_f32_from_key(keys.reshape(-1)), np.repeat(loc, reps), np.repeat(lam, reps)).reshape(keys.shape)
+        P = surv(_f32_from_key(keys.reshape(-1)), np.repeat(loc[which], reps), np.repeat(lam[which], reps))
+        P = P.reshape(keys.shape)
         return P > F, P
 
     lo, hi = np.full(n, -_KEY_INF, dtype=np.int64), np.full(n, _KEY_INF, dtype=np.int64)
@@ -129,10 +132,20 @@ def pass_thresholds(surv, loc: np.ndarray, lam: np.ndarray, F: float, window: in
             mid = (lo + hi) // 2
             f = fails(mid)[0]
             lo, hi = np.where(f, mid, lo), np.where(f, hi, mid)
-        keys = np.clip(hi[:, None] + np.arange(-window, window + 1), -_KEY_INF, _KEY_INF)
-        f, P = fails(keys)
+        # the window check; where it fails (a threshold near 0, where floats are dense), again with
+        # wider windows for those models (16 times wider each time, while few models are left)
         tol = 1e-14 + 1e-8 * F
-        ok &= f[:, :window].all(axis=1) & ~f[:, window:].any(axis=1) & (P[:, 0] > F + tol) & (P[:, -1] < F - tol)
+        checked = np.zeros(n, dtype=bool)
+        todo = np.flatnonzero(ok)
+        w = window
+        while len(todo) and (w == window or len(todo) * w <= 1 << 22):
+            keys = np.clip(hi[todo, None] + np.arange(-w, w + 1), -_KEY_INF, _KEY_INF)
+            f, P = fails(keys, todo)
+            good = f[:, :w].all(axis=1) & ~f[:, w:].any(axis=1) & (P[:, 0] > F + tol) & (P[:, -1] < F - tol)
+            checked[todo[good]] = True
+            todo = todo[~good]
+            w *= 16
+        ok &= checked
     return np.where(ok, _f32_from_key(hi), f32(np.nan)).astype(f32)
 
 

@@ -1,0 +1,70 @@
+"""hmmcascade.select: the filter tests on the device give the host's survivors, counts and records."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+import pytest
+
+from hmmcascade import cascade, select
+
+
+def _search(db, seqs, device, th, mode, monkeypatch):
+    monkeypatch.setenv("HMMCASCADE_SELECT", mode)
+    res = cascade.search(db, seqs, device, th)
+    rows = [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
+             [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in res.records]
+    counts = {k: getattr(res.stats, k) for k in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns")}
+    return rows, counts, res.stats.cells, res.stats.pairs
+
+
+@pytest.mark.parametrize("msv_path", ["tiled", None])
+def test_device_tests_equal_host_tests(default_db, default_seqs, device, monkeypatch, msv_path):
+    """At hmmsearch's defaults: the same records, stage counts, reruns, cells and pairs with the
+    tests on the device as with the tests on the host (``tiled``: the GPUs' MSV kernel with its
+    reruns listed and recomputed on the device, also on a CPU device)."""
+    if not select.select_enabled(device):
+        pytest.skip("the device has no doubles: the host does the tests")
+    if msv_path:
+        monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
+    th = cascade.Thresholds(Z=2000)
+    host = _search(default_db, default_seqs, device, th, "host", monkeypatch)
+    dev = _search(default_db, default_seqs, device, th, "device", monkeypatch)
+    assert host == dev
+    assert host[1]["past_vit"] > 0 and len(host[0]) > 100
+    assert (host[1]["msv_reruns"] > 0) == (msv_path == "tiled" or device.is_gpu)
+
+
+def test_device_tests_without_bias_filter_and_wide_thresholds(default_db, default_seqs, device, monkeypatch):
+    """F1 = 0.2, F2 = 0.05 and no bias filter (the null score as filter score): the same again."""
+    if not select.select_enabled(device):
+        pytest.skip("the device has no doubles: the host does the tests")
+    seqs = default_seqs.subset(range(0, len(default_seqs), 3))
+    th = cascade.Thresholds(F1=0.2, F2=0.05, bias_filter=False, Z=2000)
+    host = _search(default_db, seqs, device, th, "host", monkeypatch)
+    dev = _search(default_db, seqs, device, th, "device", monkeypatch)
+    assert host == dev and host[1]["past_msv"] > host[1]["past_vit"] > 0
+
+
+def test_overflowing_lists_fall_back_to_the_host(default_db, default_seqs, device, monkeypatch):
+    """A batch whose MSV list has too little room is redone with the host's tests: same records."""
+    if not select.select_enabled(device):
+        pytest.skip("the device has no doubles: the host does the tests")
+    seqs = default_seqs.subset(range(0, len(default_seqs), 4))
+    th = cascade.Thresholds(Z=2000)
+    host = _search(default_db, seqs, device, th, "host", monkeypatch)
+    monkeypatch.setattr(select, "LIST_MIN", 1)
+    monkeypatch.setattr(select, "LIST_ROOM", 1 << 40)
+    calls = []
+    real = cascade.Cascade._filters_host
+    monkeypatch.setattr(cascade.Cascade, "_filters_host", lambda self, *a: calls.append(1) or real(self, *a))
+    assert _search(default_db, seqs, device, th, "device", monkeypatch) == host and calls
+
+
+def test_select_mode_from_environment(device, monkeypatch):
+    monkeypatch.setenv("HMMCASCADE_SELECT", "host")
+    assert not select.select_enabled(device)
+    monkeypatch.setenv("HMMCASCADE_SELECT", "device")
+    assert select.select_enabled(device) == ("cl_khr_fp64" in device.device.extensions)
+    assert os.environ["HMMCASCADE_SELECT"] == "device"
