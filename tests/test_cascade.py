@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import numpy as np
@@ -69,15 +70,21 @@ def test_taper_halves_the_last_full_batch():
     assert cascade._taper([(0, 1)], lengths[:1], bound) == [(0, 1)]
 
 
-@pytest.mark.parametrize("msv_path", [None, "tiled"])
+@pytest.mark.parametrize("msv_path,filter_thread,select", [(None, 0, "host"), ("tiled", 0, "device"),
+                                                              (None, 1, "device"), ("tiled", 2, "host")])
 def test_pipelined_batches_give_the_single_batch_records(default_db, default_seqs, device, default_search,
-                                                         monkeypatch, msv_path):
+                                                         monkeypatch, msv_path, filter_thread, select):
     """Several batches, each scored and turned into records in the worker thread while the device
-    works on the next, and the next batch's MSV launches started while the host waits in this
-    batch's later stages (the device's wait hook, up to BEGUN_AHEAD batches ahead), give the records of one search over one batch,
-    in the same order.  (``tiled``: the GPUs' asynchronous MSV path, also on a CPU device.)"""
+    works on the next, give the records of one search over one batch, in the same order: with the
+    filters of the next one or two batches run in a thread of their own while the main thread
+    takes a batch through its domain stage (``filter_thread``), and without (one thread, the next
+    batch's MSV launches started while the host waits in this batch's later stages: the device's
+    wait hook, up to BEGUN_AHEAD batches ahead); the filters' tests on the device or the host.
+    (``tiled``: the GPUs' asynchronous MSV path, also on a CPU device.)"""
     monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
     monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
+    monkeypatch.setattr(cascade, "FILTER_THREAD", filter_thread)
+    monkeypatch.setenv("HMMCASCADE_SELECT", select)
     monkeypatch.setattr(cascade, "BEGUN_AHEAD", 2 if msv_path else 1)  # the hook's ranges from one or two batches
     if msv_path:
         monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
@@ -94,9 +101,15 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
         return queued
 
     monkeypatch.setattr(cascade._MsvRun, "fill", fill)
+    threads = set()
+    real_filter = cascade.Cascade.filter_batch
+    monkeypatch.setattr(cascade.Cascade, "filter_batch",
+                        lambda self, *a, **k: threads.add(threading.get_ident()) or real_filter(self, *a, **k))
     res = cascade.search(default_db, default_seqs, device)
     assert len(cuts[0]) >= 5
-    assert sum(filled) > 0 and device.wait_hook is None
+    assert (sum(filled) > 0) == (filter_thread == 0) and device.wait_hook is None
+    assert (threading.get_ident() in threads) == (filter_thread == 0) and len(threads) == 1
+
     def rows(r):
         return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
                  [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in r.records]

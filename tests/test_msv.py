@@ -86,7 +86,6 @@ def test_msv_model_subrange_launch(msv_sample, msv_run):
     lo, hi = 5, 11
     part, _ = msv(batch, lo, hi)
     np.testing.assert_array_equal(part, xj[lo:hi])
-    n_seq = len(msv_sample.seqs)
     M = msv_sample.db.M
     small = filters.MsvFilter(msv.dev, msv.models, 4 * batch.grp_words * 3)  # room for three models
     groups = list(small.model_groups(batch.grp_words))

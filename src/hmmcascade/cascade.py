@@ -240,6 +240,13 @@ class Cascade:
         (it starts later batches' MSV launches: they fill the device's idle moments in this
         batch's later stages); ``prepare()`` is called while the device runs this batch's first
         MSV launches (the search begins the next batch there)."""
+        out, st = self.filter_batch(seqs, th, fill=fill, prepare=prepare)
+        return self.domain_batch(out, st, domains=domains, defer_scoring=defer_scoring)
+
+    def filter_batch(self, seqs: "SequenceSet | _Begun", th: Thresholds, fill=None, prepare=None) \
+            -> tuple[dict, StageStats]:
+        """:meth:`run_batch`'s filters: the pairs that pass the Forward filter (``out``: seq,
+        model, fwd, filtersc, nullsc and the batch) with the stage counts."""
         st = StageStats()
         begun = seqs if isinstance(seqs, _Begun) else self.begin_batch(seqs, th)
         # this batch's own MSV launches first; when they were all started ahead, later batches' at once
@@ -279,8 +286,15 @@ class Cascade:
         st.past_fwd = len(keep)
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
         out["nullsc"] = lp.nullsc_nats[out["seq"]]
-        host += time.perf_counter() - t1
-        tm = mark("forward", tm)
+        out["batch"] = batch
+        mark("forward", tm)
+        st.host_s = host + time.perf_counter() - t1
+        return out, st
+
+    def domain_batch(self, out: dict, st: StageStats, domains: bool = True, defer_scoring: bool = False) \
+            -> tuple[dict, StageStats]:
+        """:meth:`run_batch`'s domain stage on :meth:`filter_batch`'s result (``st`` is updated)."""
+        batch = out.pop("batch")
         if domains:
             i0 = len(self.domains.intervals)
             c0 = dict(self.domains.cells)
@@ -291,11 +305,8 @@ class Cascade:
             st.kernel_s["domains"] += kern
             st.pairs["domains"] += len(out["seq"])
             st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
-            host += time.perf_counter() - t1 - kern
-            t1 = time.perf_counter()
-        st.host_s = host + time.perf_counter() - t1
+            st.host_s += time.perf_counter() - t1 - kern
         return out, st
-
 
     def _filters_host(self, begun: "_Begun", th: Thresholds, st: StageStats, fill, prepare):
         """The MSV, bias and Viterbi filters with the tests on the host: ``((seq, model,
@@ -437,6 +448,10 @@ class _Begun:
     host_s: float
 
 
+#: batches whose filters (MSV to Forward) a thread of their own runs ahead of the batch in its domain
+#: stage (0: none; then one thread runs each batch's stages in turn, the device's wait hook starting
+#: later batches' MSV launches in the idle moments)
+FILTER_THREAD = 1
 #: :meth:`_MsvRun.fill`'s ranges queued or running at once (one range: ~12 ms on an H100)
 FILL_DEPTH = 3
 #: a batch's MSV ranges started ahead of the one the host reads
@@ -643,7 +658,18 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
                 if depth <= 0 or not run.all_started():
                     return
 
-        for b in range(len(cuts)):
+        if FILTER_THREAD:  # batch b + 1's filters in a thread of their own while b is in its domain stage
+            with ThreadPoolExecutor(max_workers=1) as filt:
+                ahead = deque(filt.submit(lambda b: cascade.filter_batch(begin(b), th), b)
+                              for b in range(min(FILTER_THREAD, len(cuts))))
+                for b in range(len(cuts)):
+                    out, st = ahead.popleft().result()
+                    if b + FILTER_THREAD < len(cuts):
+                        ahead.append(filt.submit(lambda b: cascade.filter_batch(begin(b), th), b + FILTER_THREAD))
+                    out, st = cascade.domain_batch(out, st, domains=domains, defer_scoring=True)
+                    pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
+                    report(b, st)
+        for b in range(len(cuts) if not FILTER_THREAD else 0):
             current[0] = b
             out, st = cascade.run_batch(get(b), th, domains=domains, defer_scoring=True, fill=fill,
                                         prepare=lambda: get(b + 1))

@@ -16,7 +16,9 @@ import hashlib
 import os
 import re
 import sys
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
 
 import numpy as np
@@ -109,13 +111,29 @@ def _pick(spec: str):
     return cl.get_platforms()[choice[0]].get_devices()[choice[1]]
 
 
+def _locked(method):
+    """The method under the device's lock: the search's filter thread and its main thread share
+    the buffer pools and the upload queue."""
+
+    @wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 @dataclass
 class Device:
-    """One OpenCL device with a context, a profiling queue and built programs."""
+    """One OpenCL device with a context, a profiling queue and built programs.
+
+    Threads may enqueue on it at once (OpenCL's calls are thread-safe), provided no kernel object
+    is used by two at a time (setting arguments is not); the pools are locked."""
 
     ctx: object
     queue: object
     device: object
+    _lock: object = field(default_factory=threading.RLock, repr=False, compare=False)
 
     #: ``hook()`` is called in :meth:`read_async`'s ``read()`` before it waits: the search starts
     #: the next batch's MSV launches there, so that the device has work queued while the host
@@ -151,6 +169,7 @@ class Device:
         handed to the next launch because that launch runs after every earlier one."""
         return [self.queue]
 
+    @_locked
     def program(self, name: str):
         """Build (once) and return the program of ``kernels/<name>.cl``."""
         cache = self.__dict__.setdefault("_programs", {})
@@ -203,6 +222,7 @@ class Device:
             cache[key] = getattr(self.program(program), name)
         return cache[key]
 
+    @_locked
     def to_device(self, array: np.ndarray):
         """A read-only device buffer holding a copy of ``array`` (from :meth:`scratch`'s pool).
 
@@ -241,6 +261,7 @@ class Device:
         154 ms, also for a buffer whose kernels had finished).  :meth:`trim` releases the free ones."""
         return self._take(nbytes)[0]
 
+    @_locked
     def _take(self, nbytes: int):
         """(buffer of at least ``nbytes`` bytes, None or a marker event) from the pool: a buffer used
         before comes with a marker of the main queue enqueued after its last use."""
@@ -267,6 +288,7 @@ class Device:
         lent.append(b)
         return b, None
 
+    @_locked
     def trim(self) -> None:
         """Release the pool's free buffers (this waits for the device to run what is queued)."""
         self._take(0)  # (takes back what nobody holds)
@@ -280,6 +302,7 @@ class Device:
         """``count`` values of ``dtype`` from the start of ``buf`` (waits for the queue)."""
         return self.read_async(buf, dtype, count)()
 
+    @_locked
     def pinned(self, nbytes: int) -> "Pinned":
         """Page-locked host memory of at least ``nbytes`` bytes from this device's pool.
 
