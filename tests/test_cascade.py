@@ -115,3 +115,19 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
                  [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in r.records]
 
     assert rows(res) == rows(default_search) and len(res.records) > 0
+
+
+@pytest.mark.parametrize("th", [cascade.Thresholds(Z=2000), cascade.Thresholds(Z=2000, incT=20.0),
+                                cascade.Thresholds(cut="ga")])
+def test_search_order_from_batch_keys_is_hit_order(default_db, default_seqs, device, th):
+    """The search sorts its records from the records thread's per-batch key arrays; the order is
+    :func:`output.hit_order`'s over the records themselves (E-value or score order, models first),
+    and the flags the records thread set are threshold_hits' own."""
+    if th.cut and np.isnan(default_db.cutoffs[:, cascade.CUTOFF_COLUMNS[th.cut]]).any():
+        pytest.skip("a default model lacks the GA cutoff")
+    res = cascade.search(default_db, default_seqs, device, th)
+    again = cascade.sort_hits(list(reversed(res.records)), res.thresholds)
+    assert len(res.records) > 50 and [id(h) for h in again] == [id(h) for h in res.records]
+    flags = [(h.reported, h.included, h.evalue) for h in res.records]
+    cascade.threshold_hits(res.records, res.thresholds, res.Z)
+    assert flags == [(h.reported, h.included, h.evalue) for h in res.records]

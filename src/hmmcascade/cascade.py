@@ -636,15 +636,16 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         t0 = time.perf_counter()
         if callable(out.get("domains")):
             out["domains"] = out["domains"]()
-        hits = make_hits(db, seqs, index, out, th, Z)
+        keys = {}
+        hits = make_hits(db, seqs, index, out, th, Z, keys=keys)
         mark("make_hits", t0)
         host_s[0] += time.perf_counter() - t0
-        return hits
+        return hits, keys if keys or not hits else None
 
     # no cyclic garbage collection during the search: each automatic collection walks every live
     # object (millions of regions, records and alignment pieces on large runs), and the search
     # makes no reference cycles worth collecting early
-    with gc_paused(), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
+    with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
             ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
         cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
@@ -697,12 +698,15 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
             report(b, st)
         dev.trim()  # the device is idle: the pool's free buffers go
+        keys = []
         for fut in pending:
-            records.extend(fut.result())
+            hits, k = fut.result()
+            records.extend(hits)
+            keys.append(k)
         total.host_s += host_s[0]
         tm = time.perf_counter()
-        threshold_hits(records, th, Z, db)
-        records = sort_hits(records, th)
+        threshold_hits(records, th, Z, db, flagged=True)
+        records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
         mark("threshold_sort", tm)
     total.wall_s = time.perf_counter() - t_start
     rep = list(filter(attrgetter("reported"), records))
@@ -754,14 +758,16 @@ def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) ->
     return score >= T if T is not None else evalue <= E
 
 
-def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th: Thresholds, Z: float) -> list[Hit]:
+def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th: Thresholds, Z: float,
+              keys: dict | None = None) -> list[Hit]:
     """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
 
     ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
     reporting and inclusion flags are set here, as p7_Pipeline sets them.  ``out["domains"]``
     is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domains.PairDomainsBatch`, or
     any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
-    at once, records only for the reportable ones.
+    at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
+    sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
     """
     from .domains import PairDomainsBatch
 
@@ -795,14 +801,24 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
     # one str object per model name and accession, shared by its hits
     mnames, maccs, mlens = (list(map(col.__getitem__, mlist)) for col in (
         db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
+    # without cutoffs every record is reported; inclusion is threshold_hits' test, made here
+    # (per batch, in the records thread) so that the search's threshold_hits skips it
+    included = [False] * len(P) if th.cut else \
+        _passes(seq_score.astype(np.float64), evalue, th.incT, th.incE).tolist()
     with gc_paused():
         hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
-                    no, nv, b, False, False, dl)  # FASTA targets carry no accession
-                for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, dl in zip(
+                    no, nv, b, not th.cut, inc, dl)  # FASTA targets carry no accession
+                for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, inc, dl in zip(
                     mlist, t.tolist(), mnames, maccs, mlens,
                     seqs.lengths[t].tolist(), seq_score.tolist(), pre_score.tolist(), bias.tolist(), lnP.tolist(),
                     evalue.tolist(), pds.nexpected[P].tolist(), pds.nregions[P].tolist(), pds.nclustered[P].tolist(),
-                    pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), dom_lists)]
+                    pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), included, dom_lists)]
+    if keys is not None and "ali_from" in pds.dom:
+        nd, first = pds.ndom[P], pds.dom_start[P]
+        has = np.flatnonzero(nd > 0)
+        iali, jali = np.zeros(len(P), dtype=np.int64), np.zeros(len(P), dtype=np.int64)
+        iali[has], jali[has] = pds.dom["ali_from"][first[has]], pds.dom["ali_to"][first[has]]
+        keys.update(model=m, lnP=lnP, score=seq_score.astype(np.float64), iali=iali, jali=jali, target=t)
     if th.cut:
         included = (score[keep] >= cut_seq[keep]).tolist()
         nd = pds.ndom[P]
@@ -833,24 +849,30 @@ def _first_max(values: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.n
     return best
 
 
-def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None) -> None:
+def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None,
+                   flagged: bool = False) -> None:
     """p7_tophits_Threshold, per query model: flags, domZ, E-values; then the #h74 workaround.
 
     Vectorised over all hits and domains; E-values are ``exp(lnP) * Z`` (``* domZ``) with the C
-    library's exp, as HMMER computes them.
+    library's exp, as HMMER computes them.  ``flagged``: the hits' flags and E-values are already
+    set for this Z (:func:`make_hits` sets them), only the domains' are computed.
     """
     n = len(hits)
     if not n:
         return
     model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=n)
-    score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
-    evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
-    if not th.cut:
+    if flagged:
+        rep = np.fromiter(map(attrgetter("reported"), hits), dtype=bool, count=n)
+        inc = np.fromiter(map(attrgetter("included"), hits), dtype=bool, count=n)
+    elif not th.cut:
+        score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
+        evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
         rep = _passes(score, evalue, th.T, th.E)
         inc = rep & _passes(score, evalue, th.incT, th.incE)
         for h, r, i, e in zip(hits, rep.tolist(), inc.tolist(), evalue.tolist()):
             h.reported, h.included, h.evalue = r, i, e
     else:
+        evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
         rep = np.fromiter(map(attrgetter("reported"), hits), dtype=bool, count=n)
         inc = np.fromiter(map(attrgetter("included"), hits), dtype=bool, count=n)
         for h, e in zip(hits, evalue.tolist()):
@@ -886,9 +908,24 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
                     drop.reported = drop.included = False
 
 
-def sort_hits(hits: list[Hit], th: Thresholds) -> list[Hit]:
-    """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`)."""
+def sort_hits(hits: list[Hit], th: Thresholds, keys=None) -> list[Hit]:
+    """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`).
+
+    ``keys``: ``(per-batch key dicts of make_hits, in the hits' order; the searched
+    SequenceSet)``: the same order from arrays, without reading every record again."""
     from .output import hit_order
 
     inc_by_E = th.cut is None and th.incT is None
+    if keys is not None and len(hits):
+        parts, seqs = keys
+        col = {name: np.concatenate([k[name] for k in parts if k]) for name in
+               ("model", "lnP", "score", "iali", "jali", "target")}
+        primary = col["lnP"] if inc_by_E else -col["score"]
+        if len(primary) == len(hits) and not np.isnan(primary).any():
+            # target names ranked in code point order, as hit_order ranks them
+            _, rank = np.unique(np.asarray(seqs.names, dtype=str), return_inverse=True)
+            iali, jali = col["iali"], col["jali"]
+            order = np.lexsort((col["target"], iali, (iali >= jali).astype(np.int64), rank[col["target"]], primary,
+                                col["model"]))
+            return list(map(hits.__getitem__, order.tolist()))
     return list(map(hits.__getitem__, hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()))
