@@ -39,7 +39,6 @@ def main() -> int:
                     help="batches prepared ahead, whose MSV ranges fill the device (cascade.BEGUN_AHEAD)")
     ap.add_argument("--filter-thread", type=int, default=None,
                     help="batches whose filters run ahead in a thread of their own (cascade.FILTER_THREAD)")
-    ap.add_argument("--no-taper-first", action="store_true", help="cascade.TAPER_FIRST = False")
     ap.add_argument("--records-after", action="store_true",
                     help="make the records after the batch loop (how much the records thread slows the loop)")
     ap.add_argument("--serial", action="store_true",
@@ -55,8 +54,6 @@ def main() -> int:
         cascade.MSV_AHEAD = args.ahead
     if args.begun_ahead:
         cascade.BEGUN_AHEAD = args.begun_ahead
-    if args.no_taper_first:
-        cascade.TAPER_FIRST = False
     if args.filter_thread is not None:
         cascade.FILTER_THREAD = args.filter_thread
     db, seqs, dev = open_workload(args)

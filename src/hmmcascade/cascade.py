@@ -183,18 +183,6 @@ def _taper(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> list:
     return cuts
 
 
-def _taper_first(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> list:
-    """The first batch of about ``batch_residues`` residues cut in two halves (by residues): the
-    first batch's filters run before any domain stage can overlap them."""
-    cum = np.concatenate([[0], np.cumsum(lengths_sorted, dtype=np.int64)])
-    lo, hi = cuts[0]
-    if hi - lo >= 2 and cum[hi] - cum[lo] >= batch_residues // 2:
-        mid = int(np.searchsorted(cum, (cum[lo] + cum[hi]) // 2))
-        mid = min(max(mid, lo + 1), hi - 1)
-        return [(lo, mid), (mid, hi)] + cuts[1:]
-    return cuts
-
-
 class Cascade:
     """The device kernels for one model database, reusable across sequence batches."""
 
@@ -468,8 +456,6 @@ class _Begun:
 #: stage (0: none; then one thread runs each batch's stages in turn, the device's wait hook starting
 #: later batches' MSV launches in the idle moments)
 FILTER_THREAD = 1
-#: with FILTER_THREAD, the first batch is cut in two as the last is (_taper_first)
-TAPER_FIRST = True
 #: :meth:`_MsvRun.fill`'s ranges queued or running at once (one range: ~12 ms on an H100)
 FILL_DEPTH = 3
 #: a batch's MSV ranges started ahead of the one the host reads
@@ -650,8 +636,6 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         pending = []
         cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
                       seqs.lengths[order], batch_residues)
-        if TAPER_FIRST and FILTER_THREAD and len(cuts) > 1:
-            cuts = _taper_first(cuts, seqs.lengths[order], batch_residues)
 
         def begin(b):  # batch b prepared and uploaded
             return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None
