@@ -270,14 +270,11 @@ class Cascade:
             passed, tm, h = self._filters_host(begun, th, st, fill, prepare)
             host += h
         seq_i, mod_i, filtersc = passed
-        t1 = time.perf_counter()
-        db = self.db
-        ev = db.evparams.astype(np.float64)
-        cache = self.__dict__.setdefault("_pass_bits", {})
-        expo = stats.exp_surv
-        host += time.perf_counter() - t1
         fwd, sec = self.forward(batch, seq_i, mod_i)
         t1 = time.perf_counter()
+        db, expo = self.db, stats.exp_surv
+        ev = db.evparams.astype(np.float64)
+        cache = self.__dict__.setdefault("_pass_bits", {})
         st.kernel_s["forward"] += sec
         st.pairs["forward"] += len(seq_i)
         st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
@@ -664,13 +661,15 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
                     return
 
         if FILTER_THREAD:  # batch b + 1's filters in a thread of their own while b is in its domain stage
+            def filters(b):
+                return cascade.filter_batch(begin(b), th)
+
             with ThreadPoolExecutor(max_workers=1) as filt:
-                ahead = deque(filt.submit(lambda b: cascade.filter_batch(begin(b), th), b)
-                              for b in range(min(FILTER_THREAD, len(cuts))))
+                ahead = deque(filt.submit(filters, b) for b in range(min(FILTER_THREAD, len(cuts))))
                 for b in range(len(cuts)):
                     out, st = ahead.popleft().result()
                     if b + FILTER_THREAD < len(cuts):
-                        ahead.append(filt.submit(lambda b: cascade.filter_batch(begin(b), th), b + FILTER_THREAD))
+                        ahead.append(filt.submit(filters, b + FILTER_THREAD))
                     out, st = cascade.domain_batch(out, st, domains=domains, defer_scoring=True)
                     pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
                     report(b, st)
@@ -779,6 +778,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
     best = _first_max(pds.dom["score"], pds.dom_start[P], pds.ndom[P])
     dom_lists = pds.domains(P)
     seq_score, pre_score = pds.seq_score[P], pds.pre_score[P]
+    score64 = seq_score.astype(np.float64)  # the records' score, as threshold_hits and sort_hits read it
     bias = (pre_score.astype(np.float32) - seq_score.astype(np.float32)).astype(np.float64)
     names, descs = seqs.names, seqs.descriptions
     mlist = m.tolist()
@@ -787,8 +787,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
         db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
     # without cutoffs every record is reported; inclusion is threshold_hits' test, made here
     # (per batch, in the records thread) so that the search's threshold_hits skips it
-    included = [False] * len(P) if th.cut else \
-        _passes(seq_score.astype(np.float64), evalue, th.incT, th.incE).tolist()
+    included = [False] * len(P) if th.cut else _passes(score64, evalue, th.incT, th.incE).tolist()
     with gc_paused():
         hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
                     no, nv, b, not th.cut, inc, dl)  # FASTA targets carry no accession
@@ -802,7 +801,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
         has = np.flatnonzero(nd > 0)
         iali, jali = np.zeros(len(P), dtype=np.int64), np.zeros(len(P), dtype=np.int64)
         iali[has], jali[has] = pds.dom["ali_from"][first[has]], pds.dom["ali_to"][first[has]]
-        keys.update(model=m, lnP=lnP, score=seq_score.astype(np.float64), iali=iali, jali=jali, target=t)
+        keys.update(model=m, lnP=lnP, score=score64, iali=iali, jali=jali, target=t)
     if th.cut:
         included = (score[keep] >= cut_seq[keep]).tolist()
         nd = pds.ndom[P]

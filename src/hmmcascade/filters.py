@@ -529,13 +529,16 @@ class BiasFilter(_PairKernel):
     def _start(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
         out = self.dev.scratch(n * 4)
-        ev = self.kernel(
+        ev = self.enqueue(batch, self.dev.to_device(pair_seq), self.dev.to_device(pair_model), n, out)
+        return self.dev.read_async(out, np.float32, n), ev
+
+    def enqueue(self, batch, pair_seq, pair_model, n: int, out):
+        """bias_filter on n pairs given as device buffers, scores to the device buffer ``out``."""
+        return self.kernel(
             self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
-            batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_p1,
-            self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n),
+            batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_p1, pair_seq, pair_model, np.int32(n),
             self.models.bias_odds, self.models.model_M, out,
         )
-        return self.dev.read_async(out, np.float32, n), ev
 
 
 class ViterbiFilter(_PairKernel):
@@ -591,25 +594,24 @@ class ViterbiFilter(_PairKernel):
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
         out = self.dev.scratch(n * 2)
+        wg = self._is_wg(pair_model)
+        rows = None if wg else self.dev.scratch(self.row_bytes * 4 * max_Q * n)
+        ev = self.enqueue(batch, self.dev.to_device(pair_seq), self.dev.to_device(pair_model), n, max_Q, out, rows)
+        return self.dev.read_async(out, np.int16, n, keep=(rows,) if rows is not None else ()), ev
+
+    def enqueue(self, batch, pair_seq, pair_model, n: int, max_Q: int, out, rows=None):
+        """The Viterbi filter on n pairs given as device buffers (models of at most max_Q words),
+        words to the device buffer ``out``: viterbi_wg, or with ``rows`` (scratch of
+        ``row_bytes * 4 * max_Q * n`` bytes) viterbi_filter."""
         m = self.models
-        if self._is_wg(pair_model):
-            ev = self.wg(
-                self.dev.queue, (n * VIT_WG,), (VIT_WG,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
-                self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
-                m.vit_msc, m.word_emis_off, m.vit_tsc_t, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
-                np.int16(m.db.base_w), self.dev.local(VIT_WG_ROW_BYTES * max_Q), out,
-            )
-        else:
-            rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
-            ev = self.kernel(
-                self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
-                self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
-                m.vit_msc, m.word_emis_off, m.vit_tsc, m.word_trans_off, m.model_M, m.vit_xw_e, m.vit_ddbound,
-                np.int16(m.db.base_w), rows, out,
-            )
-        return self.dev.read_async(out, np.int16, n, keep=(rows,) if not self._is_wg(pair_model) else ()), ev
+        tables = (m.vit_msc, m.word_emis_off, m.vit_tsc if rows is not None else m.vit_tsc_t, m.word_trans_off,
+                  m.model_M, m.vit_xw_e, m.vit_ddbound, np.int16(m.db.base_w))
+        common = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move, pair_seq, pair_model,
+                  np.int32(n), np.int32(max_Q), *tables)
+        if rows is None:
+            return self.wg(self.dev.queue, (n * VIT_WG,), (VIT_WG,), *common,
+                           self.dev.local(VIT_WG_ROW_BYTES * max_Q), out)
+        return self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *common, rows, out)
 
 
 class ForwardFilter(_PairKernel):

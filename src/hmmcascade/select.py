@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import Device
-from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, VIT_WG, VIT_WG_CLASSES, VIT_WG_ROW_BYTES, DeviceBatch, \
-    _event_seconds, _round_up
+from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, VIT_WG_CLASSES, DeviceBatch, _event_seconds, _round_up
 
 __all__ = ["DeviceSelect", "select_enabled"]
 
@@ -126,7 +125,7 @@ class DeviceSelect:
         lists = _Lists(cap, self.dev.scratch(4 * n), self.dev.scratch(4 * n), self.dev.scratch(4 * n),
                        self.dev.scratch(SEL_REGIONS * 4), self.dev.scratch(SEL_REGIONS * 8))
         self.k_zero(self.dev.queue, (LOCAL_SIZE,), None, lists.totals, np.int32(SEL_REGIONS))
-        self.k_zero(self.dev.queue, (LOCAL_SIZE,), None, lists.cells, np.int32(2 * SEL_REGIONS))
+        self.k_zero(self.dev.queue, (LOCAL_SIZE,), None, lists.cells, np.int32(2 * SEL_REGIONS))  # int64s as int pairs
         return lists
 
     # ---- MSV ----------------------------------------------------------------------------
@@ -190,7 +189,6 @@ class BatchSelect:
         self.sel, self.batch, self.msv = sel, batch, msv
         self.nullsc, self.llogp1, self.log1mp1 = nullsc, llogp1, log1mp1
         self.reruns, self.n_ranges = reruns, n_ranges
-        self.events = {"msv": [], "bias": [], "viterbi": []}
 
     def _read_counts(self, lists: _Lists):
         """(pairs per region, cells per region): waits for the queue up to here."""
@@ -222,10 +220,7 @@ class BatchSelect:
         hmm = dev.scratch(4 * n1)
         ev_b = None
         if use_bias:
-            ev_b = bias_filter.kernel(
-                q, (_round_up(n1, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_p1, self.msv.seq, self.msv.model,
-                np.int32(n1), bias_filter.models.bias_odds, bias_filter.models.model_M, hmm)
+            ev_b = bias_filter.enqueue(batch, self.msv.seq, self.msv.model, n1, hmm)
         cls, fs = dev.scratch(n1), dev.scratch(4 * n1)
         sel.k_bias(q, (_round_up(n1, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n1), self.msv.seq, self.msv.model,
                    self.msv.val, hmm, np.int32(1 if use_bias else 0), self.llogp1, self.log1mp1, self.nullsc,
@@ -277,33 +272,19 @@ class BatchSelect:
     def _viterbi_region(self, lists: _Lists, r: int, n: int, max_Q: int, wg: bool) -> list:
         """The Viterbi filter on region r's n pairs, then its passing pairs appended to the Forward
         region; returns the Viterbi kernels' events."""
-        sel, dev, q = self.sel, self.sel.dev, self.sel.dev.queue
-        vit, m, batch = sel.cascade.viterbi, sel.models, self.batch
+        sel, dev, vit = self.sel, self.sel.dev, self.sel.cascade.viterbi
         off = r * lists.cap
+        step = n  # viterbi_wg at once; viterbi_filter in chunks whose scratch rows fit the budget
+        if not wg:
+            fit = vit.scratch_bytes // (vit.row_bytes * 4 * max_Q)
+            step = max(sel.align_elems, fit // sel.align_elems * sel.align_elems)  # (sub-buffers start aligned)
         events = []
-        if wg:
-            seq = lists.seq.get_sub_region(4 * off, 4 * n)
-            model = lists.model.get_sub_region(4 * off, 4 * n)
-            xc = dev.scratch(2 * n)
-            events.append(vit.wg(
-                q, (n * VIT_WG,), (VIT_WG,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move, seq, model, np.int32(n),
-                np.int32(max_Q), m.vit_msc, m.word_emis_off, m.vit_tsc_t, m.word_trans_off, m.model_M, m.vit_xw_e,
-                m.vit_ddbound, np.int16(m.db.base_w), dev.local(VIT_WG_ROW_BYTES * max_Q), xc))
-            self._vit_pass(lists, off, n, xc)
-            return events
-        # viterbi_filter, in chunks whose scratch rows fit the budget
-        step = max(1, vit.scratch_bytes // (vit.row_bytes * 4 * max_Q))
-        step = max(sel.align_elems, step // sel.align_elems * sel.align_elems)
         for lo in range(0, n, step):
             k = min(step, n - lo)
-            rows, xc = dev.scratch(vit.row_bytes * 4 * max_Q * k), dev.scratch(2 * k)
-            events.append(vit.kernel(
-                q, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move,
-                lists.seq.get_sub_region(4 * (off + lo), 4 * k), lists.model.get_sub_region(4 * (off + lo), 4 * k),
-                np.int32(k), np.int32(max_Q), m.vit_msc, m.word_emis_off, m.vit_tsc, m.word_trans_off, m.model_M,
-                m.vit_xw_e, m.vit_ddbound, np.int16(m.db.base_w), rows, xc))
+            rows = None if wg else dev.scratch(vit.row_bytes * 4 * max_Q * k)
+            xc = dev.scratch(2 * k)
+            events.append(vit.enqueue(self.batch, lists.seq.get_sub_region(4 * (off + lo), 4 * k),
+                                      lists.model.get_sub_region(4 * (off + lo), 4 * k), k, max_Q, xc, rows))
             self._vit_pass(lists, off + lo, k, xc)
         return events
 
