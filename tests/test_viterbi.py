@@ -133,7 +133,7 @@ def vit_sample(msv_sample, default_hmms):
     return profiles.press(hmms), seqs.subset(chosen)
 
 
-@pytest.mark.parametrize("path", ["serial", "wg"])
+@pytest.mark.parametrize("path", ["serial", "wg", "warp"])
 def test_viterbi_filter_matches_generic_viterbi(vit_sample, device, path):
     """Kernel score = generic Viterbi score within 0.001 nats (HMMER's utest bound), overflow exactly where due.
 
@@ -158,8 +158,10 @@ def test_viterbi_filter_matches_generic_viterbi(vit_sample, device, path):
     n_launch = len(list(vf._chunks(by_length)))
     if path == "serial":
         assert n_launch > 10  # the budget holds ~10 pairs of the longest model
-    else:
+    elif path == "wg":
         assert n_launch == 2  # size classes of <= 128 words and <= 256 (M 647 and 1021: 162, 256 words)
+    else:
+        assert n_launch == 4  # viterbi_warp4 (M 13, 44, 59), 8 (154, 216), 12 (363), then viterbi_wg (647, 1021)
     xc, _ = vf(batch, pair_seq, pair_model)
     got = stats.viterbi_nats(xc, lp.xw_move_i16[pair_seq], db.base_w, db.scale_w)
 
@@ -229,7 +231,7 @@ def wg_run(wg_sample, device):
     pair_model = np.repeat(np.arange(len(db)), len(seqs))[perm].astype(np.int32)
     pair_seq = np.tile(np.arange(len(seqs)), len(db))[perm].astype(np.int32)
     words, logs = {}, {}
-    for path in ("serial", "wg"):
+    for path in ("serial", "wg", "warp"):
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("HMMCASCADE_VITERBI", path)
             mp.setattr(filters, "LAUNCH_LOG", [])
@@ -241,19 +243,24 @@ def wg_run(wg_sample, device):
 
 
 def test_group_kernel_equals_serial_kernel(wg_run):
-    """HMMCASCADE_VITERBI=wg (viterbi_wg on every pair) gives =serial's (viterbi_filter's) words, exactly.
+    """HMMCASCADE_VITERBI=wg (viterbi_wg on every pair) and =warp (viterbi_warp<C> on the models of
+    up to 512 nodes, viterbi_wg on the others) give =serial's (viterbi_filter's) words, exactly.
 
     Both exits are compared: overflow (32767) and C(L), the empty target's -32768
     among them; the wg pairs went in two launches (size classes <= 128 and <= 256
     words), each its largest pairs first, and came back in input order."""
     db, _, _, pair_seq, pair_model, words, logs = wg_run
     np.testing.assert_array_equal(words["wg"], words["serial"])
+    np.testing.assert_array_equal(words["warp"], words["serial"])
     w = words["serial"]
     assert (w == 32767).sum() >= 20 and (w == -32768).sum() == len(db)
     assert ((w > -32768) & (w < 32767)).sum() >= 2000
     assert [r[0] for r in logs["wg"]] == ["ViterbiFilter/wg"] * 2
     assert {r[0] for r in logs["serial"]} == {"ViterbiFilter"}
     assert sum(r[2] for r in logs["wg"]) == len(pair_seq)
+    # warp: every chunk size (models of M 13..1021: up to 128, 256, 384, 512 nodes), then viterbi_wg
+    assert [r[0] for r in logs["warp"]] == [f"ViterbiFilter/warp{c}" for c in filters.VIT_WARP_C] + ["ViterbiFilter/wg"]
+    assert sum(r[2] for r in logs["warp"]) == len(pair_seq)
 
 
 def test_group_kernel_one_launch(wg_run, device):
@@ -287,14 +294,17 @@ def test_models_over_the_bound_take_the_serial_kernel(wg_run, device):
 
 
 def test_viterbi_path_choice(wg_run, device, monkeypatch):
-    """$HMMCASCADE_VITERBI picks the kernel (default: wg on GPUs, serial on CPUs); others are refused."""
+    """$HMMCASCADE_VITERBI picks the kernel (default: warp on GPUs, serial on CPUs); others are refused."""
     models = wg_run[2]
     monkeypatch.delenv("HMMCASCADE_VITERBI", raising=False)
-    assert filters.ViterbiFilter(device, models, 1 << 20).path == ("wg" if device.is_gpu else "serial")
+    assert filters.ViterbiFilter(device, models, 1 << 20).path == ("warp" if device.is_gpu else "serial")
     monkeypatch.setenv("HMMCASCADE_VITERBI", "WG")
     vf = filters.ViterbiFilter(device, models, 1 << 20)
     assert vf.path == "wg" and vf.wg_qmax == min(filters.VIT_WG_QMAX, (device.local_mem_bytes - 1024) // 48)
+    assert vf.warp_qmax == 0
     assert filters.ViterbiFilter(device, models, 1 << 20, path="serial").wg_qmax == 0
+    vf = filters.ViterbiFilter(device, models, 1 << 20, path="warp")
+    assert vf.warp_qmax == 8 * max(filters.VIT_WARP_C) and vf.wg_qmax == min(filters.VIT_WG_QMAX, (device.local_mem_bytes - 1024) // 48)
     monkeypatch.setenv("HMMCASCADE_VITERBI", "fast")
     with pytest.raises(ValueError, match="HMMCASCADE_VITERBI"):
         filters.ViterbiFilter(device, models, 1 << 20)

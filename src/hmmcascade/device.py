@@ -387,11 +387,12 @@ class Pinned:
 
 
 def _source(name: str) -> str:
-    """Kernel source with the shared header inlined (so its content is part of the cache key)."""
+    """Kernel source with its ``#include "<name>.h"`` files of ``kernels/`` inlined, each at every
+    occurrence (so their content is part of the cache key; viterbi.cl includes one body several times)."""
     folder = kernels_dir()
     text = (folder / f"{name}.cl").read_text()
-    header = (folder / "hmmcascade.h").read_text()
-    text = text.replace('#include "hmmcascade.h"', header)
+    for inc in sorted(set(re.findall(r'^#include "([\w.]+\.h)"$', text, flags=re.M))):
+        text = text.replace(f'#include "{inc}"', (folder / inc).read_text())  # every occurrence
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return f"/* hmmcascade {name} {digest} */\n{text}"
 

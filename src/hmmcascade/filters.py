@@ -38,6 +38,9 @@ VIT_WG_ROW_BYTES = 6 * 8
 #: viterbi_wg launches split where the longest model passes these word counts, so that pairs
 #: of short models (most) do not run at the occupancy the longest model's local rows allow.
 VIT_WG_CLASSES = (128, 256, 512)
+#: viterbi_warp<C>: nodes per lane (a warp of 32 lanes per pair), one kernel each; a launch takes
+#: the smallest C that holds its longest model (M <= 32 C, i.e. at most 8 C words)
+VIT_WARP_C = (4, 8, 12, 16)
 
 
 def _round_up(n: int, m: int) -> int:
@@ -542,53 +545,82 @@ class BiasFilter(_PairKernel):
 
 
 class ViterbiFilter(_PairKernel):
-    """C(L) word per pair (32767 = overflow, -32768 = no path) with ``viterbi_wg`` or ``viterbi_filter``.
+    """C(L) word per pair (32767 = overflow, -32768 = no path) with ``viterbi_warp<C>``,
+    ``viterbi_wg`` or ``viterbi_filter``.
 
-    Both kernels give the same words.  ``viterbi_wg`` (a work-group per pair, rows in local
-    memory) takes the pairs whose model fits its local rows (``VIT_WG_QMAX`` words, less where
-    the device has less local memory); ``viterbi_filter`` (a work-item per pair, rows in global
-    scratch) the others.  ``path``: "wg" (default on GPUs) or "serial" (every pair with
-    ``viterbi_filter``; default on CPUs); ``$HMMCASCADE_VITERBI`` sets the default.
+    The three kernels give the same words.  ``path``:
+
+    - "warp" (default on GPUs): ``viterbi_warp<C>`` (a warp per pair, C nodes per lane in
+      registers) for models of up to ``32 * max(VIT_WARP_C)`` nodes, then as "wg";
+    - "wg": ``viterbi_wg`` (a work-group per pair, rows in local memory) for the models that fit
+      its local rows (``VIT_WG_QMAX`` words, less where the device has less local memory),
+      ``viterbi_filter`` (a work-item per pair, rows in global scratch) for the others;
+    - "serial" (default on CPUs): ``viterbi_filter`` for every pair.
+
+    ``$HMMCASCADE_VITERBI`` sets the default.
     """
 
     row_bytes = 3 * 2  # viterbi_filter, per node: M, I, D words (rows padded to 4 nodes)
 
     def __init__(self, dev, models, scratch_bytes, path: str | None = None):
         super().__init__(dev, models, scratch_bytes)
-        self.path = (path or os.environ.get("HMMCASCADE_VITERBI") or ("wg" if dev.is_gpu else "serial")).lower()
-        if self.path not in ("wg", "serial"):
-            raise ValueError(f"Viterbi path (HMMCASCADE_VITERBI) must be 'wg' or 'serial', got {self.path!r}")
+        self.path = (path or os.environ.get("HMMCASCADE_VITERBI") or ("warp" if dev.is_gpu else "serial")).lower()
+        if self.path not in ("warp", "wg", "serial"):
+            raise ValueError(f"Viterbi path (HMMCASCADE_VITERBI) must be 'warp', 'wg' or 'serial', got {self.path!r}")
         self.kernel = dev.kernel("viterbi", "viterbi_filter")
         self.wg = dev.kernel("viterbi", "viterbi_wg")
         #: longest model (words) for viterbi_wg; 0: none.  Its D->D scan is exact only for
         #: tDD <= 0, which HMMER's word scores (rounded log probabilities) always are.
         self.wg_qmax = 0
-        if self.path == "wg" and not (models.db.vit_tsc_i16.reshape(-1, 8)[:, 7] > 0).any():
+        if self.path in ("warp", "wg") and not (models.db.vit_tsc_i16.reshape(-1, 8)[:, 7] > 0).any():
             self.wg_qmax = min(VIT_WG_QMAX, (dev.local_mem_bytes - 1024) // VIT_WG_ROW_BYTES)
+        #: longest model (words) for viterbi_warp<C>; 0: none
+        self.warp_qmax = 8 * max(VIT_WARP_C) if self.path == "warp" else 0
+        self.warp = {c: dev.kernel("viterbi", f"viterbi_warp{c}") for c in VIT_WARP_C} if self.warp_qmax else {}
 
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.int16)
 
+    def classes(self) -> list[tuple[int, bool]]:
+        """Launch classes by the longest model, in words: ``(bound, rows)``, ascending bounds; a
+        launch's longest model at most its class's bound, above the one before; ``rows``: the
+        class runs viterbi_filter (global scratch rows), whose bound is unlimited (-1)."""
+        out = [(8 * c, False) for c in VIT_WARP_C if 8 * c <= self.warp_qmax]
+        lo = self.warp_qmax
+        out += [(b, False) for b in VIT_WG_CLASSES if lo < b < self.wg_qmax]
+        if self.wg_qmax > lo:
+            out.append((self.wg_qmax, False))
+        return out + [(-1, True)]
+
     def _chunks(self, pair_model: np.ndarray):
-        """Launches of the pairs, sorted by model length: viterbi_wg's, one per size class
-        (``VIT_WG_CLASSES``; local rows sized by its longest model), then viterbi_filter's,
-        whose scratch rows fit the budget."""
+        """Launches of the pairs, sorted by model length: one per class of :meth:`classes` but
+        the last (viterbi_warp's, then viterbi_wg's), then viterbi_filter's, whose scratch rows
+        fit the budget."""
         Q = self.models.node_words[pair_model]
-        n_wg = int(np.searchsorted(Q, self.wg_qmax, side="right"))
         start = 0
-        for bound in (*VIT_WG_CLASSES, self.wg_qmax):
-            end = int(np.searchsorted(Q[:n_wg], bound, side="right"))
+        for bound, rows in self.classes():
+            if rows:
+                for lo, hi in super()._chunks(pair_model[start:]):
+                    yield start + lo, start + hi
+                return
+            end = int(np.searchsorted(Q, bound, side="right"))
             if end > start:
                 yield start, end
                 start = end
-        for lo, hi in super()._chunks(pair_model[n_wg:]):
-            yield n_wg + lo, n_wg + hi
+
+    def _kind(self, max_Q: int) -> str:
+        """The kernel for a launch whose longest model has max_Q words."""
+        if max_Q <= self.warp_qmax:
+            return f"warp{min(c for c in VIT_WARP_C if 8 * c >= max_Q)}"
+        return "wg" if max_Q <= self.wg_qmax else "serial"
 
     def _log_name(self, pair_model, **kw) -> str:
-        return "ViterbiFilter/wg" if self._is_wg(pair_model) else "ViterbiFilter"
+        kind = self._kind(int(self.models.node_words[pair_model].max()))
+        return "ViterbiFilter" if kind == "serial" else f"ViterbiFilter/{kind}"
 
     def _is_wg(self, pair_model) -> bool:
-        return int(self.models.node_words[pair_model].max()) <= self.wg_qmax
+        """Whether a launch of these pairs needs no scratch rows (viterbi_warp or viterbi_wg)."""
+        return self._kind(int(self.models.node_words[pair_model].max())) != "serial"
 
     def _start(self, batch, pair_seq, pair_model, out_dtype):
         n = len(pair_seq)
@@ -601,25 +633,33 @@ class ViterbiFilter(_PairKernel):
 
     def enqueue(self, batch, pair_seq, pair_model, n: int, max_Q: int, out, rows=None):
         """The Viterbi filter on n pairs given as device buffers (models of at most max_Q words),
-        words to the device buffer ``out``: viterbi_wg, or with ``rows`` (scratch of
-        ``row_bytes * 4 * max_Q * n`` bytes) viterbi_filter."""
+        words to the device buffer ``out``: viterbi_warp<C> or viterbi_wg (:meth:`_kind`), or with
+        ``rows`` (scratch of ``row_bytes * 4 * max_Q * n`` bytes) viterbi_filter."""
         m = self.models
         tables = (m.vit_msc, m.word_emis_off, m.vit_tsc if rows is not None else m.vit_tsc_t, m.word_trans_off,
                   m.model_M, m.vit_xw_e, m.vit_ddbound, np.int16(m.db.base_w))
         common = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move, pair_seq, pair_model,
                   np.int32(n), np.int32(max_Q), *tables)
-        if rows is None:
-            return self.wg(self.dev.queue, (n * VIT_WG,), (VIT_WG,), *common,
-                           self.dev.local(VIT_WG_ROW_BYTES * max_Q), out)
-        return self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *common, rows, out)
+        if rows is not None:
+            return self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *common, rows, out)
+        kind = self._kind(max_Q)
+        if kind.startswith("warp"):
+            return self.warp[int(kind[4:])](self.dev.queue, (n * 32,), (32,), *common, out)
+        return self.wg(self.dev.queue, (n * VIT_WG,), (VIT_WG,), *common,
+                       self.dev.local(VIT_WG_ROW_BYTES * max_Q), out)
 
 
 class ForwardFilter(_PairKernel):
-    """``forward_filter``: Forward score (nats) per pair."""
+    """Forward score (nats) per pair: ``forward_warp<C>`` (a warp per pair, C nodes per lane in
+    registers; models of up to ``32 * max(VIT_WARP_C)`` nodes) where ``path`` is "warp" (default
+    on GPUs), else ``forward_filter`` (a work-item per pair) and, for the largest pairs on GPUs,
+    ``forward_wg`` (a work-group per pair; forward_filter's scores bit for bit).  ``path``
+    "serial" (default on CPUs): no forward_warp.  ``$HMMCASCADE_FORWARD`` sets the default.
+    forward_warp sums in another order: its scores agree with the others' to float rounding."""
 
     row_bytes = 3 * 4
 
-    def __init__(self, dev, models, scratch_bytes, wg_cells: int | None = None):
+    def __init__(self, dev, models, scratch_bytes, wg_cells: int | None = None, path: str | None = None):
         super().__init__(dev, models, scratch_bytes)
         self.kernel = dev.kernel("forward", "forward_filter")
         self.wg = dev.kernel("forward", "forward_wg")
@@ -628,40 +668,61 @@ class ForwardFilter(_PairKernel):
         env = os.environ.get("HMMCASCADE_FORWARD_WG_CELLS")
         self.wg_cells = int(wg_cells if wg_cells is not None else env if env else
                             (FWD_WG_CELLS if dev.is_gpu else 0))
+        self.path = (path or os.environ.get("HMMCASCADE_FORWARD") or ("warp" if dev.is_gpu else "serial")).lower()
+        if self.path not in ("warp", "serial"):
+            raise ValueError(f"Forward path (HMMCASCADE_FORWARD) must be 'warp' or 'serial', got {self.path!r}")
+        #: longest model (words) for forward_warp<C>; 0: none
+        self.warp_qmax = 8 * max(VIT_WARP_C) if self.path == "warp" else 0
+        self.warp = {c: dev.kernel("forward", f"forward_warp{c}") for c in VIT_WARP_C} if self.warp_qmax else {}
 
     def __call__(self, batch, pair_seq, pair_model):
         pair_seq = np.asarray(pair_seq, dtype=np.int32)
         pair_model = np.asarray(pair_model, dtype=np.int32)
+        Q = self.models.node_words[pair_model]
+        warp = Q <= self.warp_qmax
         cells = self.models.db.M[pair_model].astype(np.int64) * batch.seqs.lengths[pair_seq]
-        fits = _fwd_wg_local_bytes(self.models.node_words[pair_model]) <= self.dev.local_mem_bytes - 1024
-        big = np.flatnonzero((cells >= self.wg_cells) & fits) if self.wg_cells > 0 else np.zeros(0, np.int64)
-        if len(big) == 0:
+        fits = _fwd_wg_local_bytes(Q) <= self.dev.local_mem_bytes - 1024
+        big = (cells >= self.wg_cells) & fits & ~warp if self.wg_cells > 0 else np.zeros(len(Q), dtype=bool)
+        if not warp.any() and not big.any():
             return self.run(batch, pair_seq, pair_model, np.float32)
-        rest_mask = np.ones(len(pair_seq), dtype=bool)
-        rest_mask[big] = False
-        rest = np.flatnonzero(rest_mask)
         plan = []
+        w = np.flatnonzero(warp)
+        if len(w):  # forward_warp: one launch per chunk size, pairs by model length
+            order = w[self._order(batch, pair_seq[w], pair_model[w])]
+            Qo = Q[order]
+            start = 0
+            for c in VIT_WARP_C:
+                end = int(np.searchsorted(Qo, 8 * c, side="right"))
+                if end > start:
+                    plan.append((order[start:end], {"warp": c}))
+                    start = end
+        rest = np.flatnonzero(~warp & ~big)
         if len(rest):
             order = rest[self._order(batch, pair_seq[rest], pair_model[rest])]
-            plan = [(order[lo:hi], {}) for lo, hi in self._chunks(pair_model[order])]
-        order = big[np.argsort(cells[big], kind="stable")]  # forward_wg starts the largest first
-        plan += [(order[lo:hi], {"wg": True}) for lo, hi in self._chunks(pair_model[order])]
+            plan += [(order[lo:hi], {}) for lo, hi in self._chunks(pair_model[order])]
+        b = np.flatnonzero(big)
+        if len(b):
+            order = b[np.argsort(cells[b], kind="stable")]  # forward_wg starts the largest first
+            plan += [(order[lo:hi], {"wg": True}) for lo, hi in self._chunks(pair_model[order])]
         return self.run(batch, pair_seq, pair_model, np.float32, plan=plan)
 
-    def _log_name(self, pair_model, wg: bool = False) -> str:
-        return "ForwardFilter/wg" if wg else "ForwardFilter"
+    def _log_name(self, pair_model, wg: bool = False, warp: int = 0) -> str:
+        return f"ForwardFilter/warp{warp}" if warp else "ForwardFilter/wg" if wg else "ForwardFilter"
 
-    def _start(self, batch, pair_seq, pair_model, out_dtype, wg: bool = False):
-        """forward_filter (a work-item per pair) or, with ``wg``, forward_wg (a work-group per pair)."""
+    def _start(self, batch, pair_seq, pair_model, out_dtype, wg: bool = False, warp: int = 0):
+        """forward_filter (a work-item per pair), with ``wg`` forward_wg (a work-group per pair), with
+        ``warp`` forward_warp<warp> (a warp per pair)."""
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
-        rows = self.dev.scratch(self.row_bytes * 4 * max_Q * n)
+        rows = self.dev.scratch(16 if warp else self.row_bytes * 4 * max_Q * n)
         out = self.dev.scratch(n * 4)
         m = self.models
         args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
                 self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
                 m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out)
-        if wg:
+        if warp:
+            ev = self.warp[warp](self.dev.queue, (n * 32,), (32,), *args)
+        elif wg:
             ev = self.wg(self.dev.queue, (n * FWD_WG,), (FWD_WG,), *args, self.dev.local(_fwd_wg_local_bytes(max_Q)))
         else:
             ev = self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)

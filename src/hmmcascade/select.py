@@ -11,8 +11,8 @@ model, targets by length within a model):
    place (msv_rerun_list, msv_exact_list), then the pairs passing F1 are appended to the
    batch's MSV list (msv_select_count / select_scan / msv_select_scatter);
 2. the bias filter runs on that list; bias_classify sorts each pair into the Forward region
-   (passes F2 on its MSV score), a Viterbi region (one per viterbi_wg size class, one for
-   viterbi_filter) or none;
+   (passes F2 on its MSV score), a Viterbi region (one per launch class of the Viterbi filter,
+   ViterbiFilter.classes) or none;
 3. the Viterbi filter runs on each Viterbi region; vit_classify appends its passing pairs to
    the Forward region;
 4. the host reads the Forward region (about 1/10 of the MSV survivors) and goes on as before.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import Device
-from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, VIT_WG_CLASSES, DeviceBatch, _event_seconds, _round_up
+from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, _event_seconds, _round_up
 
 __all__ = ["DeviceSelect", "select_enabled"]
 
@@ -84,25 +84,22 @@ class DeviceSelect:
         self.pass_f1 = dev.to_device(np.asarray(pass_f1, dtype=np.float32))
         self.pass_f2_msv = dev.to_device(np.asarray(pass_f2_msv, dtype=np.float32))
         self.pass_f2_vit = dev.to_device(np.asarray(pass_f2_vit, dtype=np.float32))
-        # Viterbi regions: one per viterbi_wg size class present, then one for viterbi_filter
+        # Viterbi regions: one per launch class of the Viterbi filter with models in it
         vit = cascade.viterbi
         Q = self.models.node_words
-        bounds = [b for b in VIT_WG_CLASSES if b < vit.wg_qmax] + ([vit.wg_qmax] if vit.wg_qmax else [])
+        classes = vit.classes()
+        while sum(1 for b, _ in classes if b < 0 or (Q <= b).any()) > SEL_REGIONS - 1:
+            del classes[-3]  # too many for the compaction: merge a viterbi_wg class into the next
         region = np.full(len(Q), 0, dtype=np.int64)
-        self.vit_regions = []  # (region, max_Q, wg)
+        self.vit_regions = []  # (region, max_Q, wg: no scratch rows)
         lo = 0
-        for b in bounds:
-            sel = (Q > lo) & (Q <= b)
+        for b, rows in classes:
+            sel = Q > lo if rows else (Q > lo) & (Q <= b)
             if sel.any():
                 r = 1 + len(self.vit_regions)
                 region[sel] = r
-                self.vit_regions.append((r, int(Q[sel].max()), True))
+                self.vit_regions.append((r, int(Q[sel].max()), not rows))
             lo = b
-        sel = Q > lo
-        if sel.any():
-            r = 1 + len(self.vit_regions)
-            region[sel] = r
-            self.vit_regions.append((r, int(Q[sel].max()), False))
         self.n_regions = 1 + len(self.vit_regions)
         assert self.n_regions <= SEL_REGIONS
         self.vit_region = dev.to_device(region.astype(np.uint8))
