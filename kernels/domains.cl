@@ -70,6 +70,7 @@
  *   touches one 464-byte block instead of up to 20 rows of the table.
  */
 #include "hmmcascade.h"
+#include "warp.h"
 
 
 /* fb_parser's per-residue record */
@@ -1220,3 +1221,26 @@ __kernel void envelope_wg(
 #undef BROW
 #undef LW4
 }
+
+/* fb_parser_warp<C>: fb_parser's outputs (to float rounding), one warp per job, C nodes per lane in
+ * registers (see fb_parser_warp.h and warp.h). */
+#define PW_C 4
+#define PW_NAME fb_parser_warp4
+#include "fb_parser_warp.h"
+#undef PW_C
+#undef PW_NAME
+#define PW_C 8
+#define PW_NAME fb_parser_warp8
+#include "fb_parser_warp.h"
+#undef PW_C
+#undef PW_NAME
+#define PW_C 12
+#define PW_NAME fb_parser_warp12
+#include "fb_parser_warp.h"
+#undef PW_C
+#undef PW_NAME
+#define PW_C 16
+#define PW_NAME fb_parser_warp16
+#include "fb_parser_warp.h"
+#undef PW_C
+#undef PW_NAME

@@ -26,6 +26,7 @@
  * interleaved by pair, as in viterbi.cl.
  */
 #include "hmmcascade.h"
+#include "warp.h"
 
 /* Row i's specials from its E (nc: N/C/J move, loop; xe: E move, loop): N, C, J, B, and HMMER's
  * sparse rescaling when E > 1e4 (the specials divided by E, the next row read times *pscale = 1/E,
@@ -235,43 +236,7 @@ __kernel void forward_wg(
 }
 
 /* forward_warp<C>: forward_filter's scores to float rounding, one warp per pair, C nodes per lane
- * in registers (see forward_warp.h).  Lanes exchange values by warp shuffles (inline PTX on
- * NVIDIA) or, elsewhere, through local memory with barriers (one warp per work-group). */
-
-/* v of lane - d (lanes below d: their own v) */
-inline float fw_up(const float v, const int d, const int lane, __local float *tmp)
-{
-#if defined(HMMC_PTX_SHFL)
-    float r;
-    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
-    return r;
-#else
-    barrier(CLK_LOCAL_MEM_FENCE);
-    tmp[lane] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return lane >= d ? tmp[lane - d] : v;
-#endif
-}
-
-/* the sum of v over the warp, the same float in every lane */
-inline float fw_sum(float v, const int lane, __local float *tmp)
-{
-#if defined(HMMC_PTX_SHFL)
-    for (int d = 1; d < 32; d <<= 1) {   /* butterfly: both partners add the same two floats */
-        float o;
-        asm("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(o) : "f"(v), "r"(d));
-        v = v + o;
-    }
-    return v;
-#else
-    barrier(CLK_LOCAL_MEM_FENCE);
-    tmp[lane] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float r = 0.0f;
-    for (int l = 0; l < 32; l++) r = r + tmp[l];
-    return r;
-#endif
-}
+ * in registers (see forward_warp.h and warp.h). */
 
 #define FW_C 4
 #define FW_NAME forward_warp4

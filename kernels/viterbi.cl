@@ -35,6 +35,7 @@
  *   local memory; see the comment above the kernel.
  */
 #include "hmmcascade.h"
+#include "warp.h"
 
 __kernel void viterbi_filter(
     __global const uchar *dsq,        /* packed residues                          */
@@ -317,49 +318,8 @@ void viterbi_wg(
 }
 
 /* viterbi_warp<C>: viterbi_filter's words, one warp per pair, C nodes per lane in registers (see
- * viterbi_warp.h).  Lanes exchange values by warp shuffles (inline PTX on NVIDIA) or, elsewhere,
- * through local memory with barriers (one warp per work-group). */
-#define VW_LANES 32
+ * viterbi_warp.h and warp.h). */
 #define VW_WARPS 1
-
-/* v of lane - d (lanes below d: their own v) */
-inline int vw_up(const int v, const int d, const int lane, __local int *tmp)
-{
-#if defined(HMMC_PTX_SHFL)
-    int r;
-    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
-    return r;
-#else
-    barrier(CLK_LOCAL_MEM_FENCE);
-    tmp[lane] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return lane >= d ? tmp[lane - d] : v;
-#endif
-}
-
-/* the largest v over the warp, to every lane */
-inline int vw_max(int v, const int lane, __local int *tmp)
-{
-#if defined(HMMC_PTX_REDUX)
-    int r;
-    asm("redux.sync.max.s32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
-    return r;
-#elif defined(HMMC_PTX_SHFL)
-    for (int d = 16; d > 0; d >>= 1) {
-        int o;
-        asm("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(o) : "r"(v), "r"(d));
-        v = max(v, o);
-    }
-    return v;
-#else
-    barrier(CLK_LOCAL_MEM_FENCE);
-    tmp[lane] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    int r = tmp[0];
-    for (int l = 1; l < VW_LANES; l++) r = max(r, tmp[l]);
-    return r;
-#endif
-}
 
 #define VW_C 4
 #define VW_NAME viterbi_warp4

@@ -11,6 +11,8 @@
    contiguous one (the CPU path) for decode and both envelope modes, also when
    a tiny scratch budget splits work-groups and launches.
 4. The host's launch plan never lets two jobs' scratch overlap.
+5. fb_parser_warp (a warp per pair) gives fb_parser's regions, and its scores and posteriors to
+   float rounding.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def setup(device, default_db, default_seqs):
     return casc, batch, ps, pm, len(out["seq"])
 
 
-def _engine(casc, device, default_db, lanes, scratch_bytes=None):
-    eng = domains.DomainEngine(device, casc.models, default_db, scratch_bytes or casc.domains.scratch_bytes)
+def _engine(casc, device, default_db, lanes, scratch_bytes=None, decode="serial"):
+    eng = domains.DomainEngine(device, casc.models, default_db, scratch_bytes or casc.domains.scratch_bytes,
+                               decode_path=decode)
     eng.interleave = lanes
     return eng
 
@@ -59,10 +62,10 @@ def _bits(a):
     return np.ascontiguousarray(a, dtype=F32).view(np.int32)
 
 
-@pytest.mark.parametrize("lanes", [1, 64])
-def test_device_regions_equal_find_regions(setup, device, default_db, lanes):
+@pytest.mark.parametrize("lanes,decode", [(1, "serial"), (64, "serial"), (64, "warp")])
+def test_device_regions_equal_find_regions(setup, device, default_db, lanes, decode):
     casc, batch, ps, pm, n_passed = setup
-    eng = _engine(casc, device, default_db, lanes)
+    eng = _engine(casc, device, default_db, lanes, decode=decode)
     regions, nexpected, info, post = eng.decode(batch, ps, pm, posteriors=True)
     assert len(regions) == len(post) == len(ps)
     for p in range(len(ps)):
@@ -253,3 +256,22 @@ def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db,
     for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
         assert np.array_equal(getattr(arr, f), getattr(want, f)), f
     assert all(np.array_equal(a, b) for a, b in zip(arr.cols, want.cols))
+
+
+def test_warp_decode_equals_serial(setup, device, default_db):
+    """fb_parser_warp<C> (models of up to 512 nodes; fb_parser for the longer) against fb_parser on
+    every pair of the setup: the same regions and multi-domain flags, the Forward and Backward
+    parser scores within 1e-5 relative, btot, etot, mocc within 1e-4 (absolute; they are sums of
+    posteriors of at most L), the own-scales flag equal."""
+    casc, batch, ps, pm, n_passed = setup
+    ra, na, ia, pa = _engine(casc, device, default_db, 64).decode(batch, ps, pm, posteriors=True)
+    eng = _engine(casc, device, default_db, 64, decode="warp")
+    assert eng.k_parser_warp
+    rb, nb, ib, pb = eng.decode(batch, ps, pm, posteriors=True)
+    assert (casc.models.db.M[pm] <= 512).sum() > 1000 and (casc.models.db.M[pm] > 512).sum() > 10
+    assert ra == rb
+    np.testing.assert_allclose(ib[:, :2], ia[:, :2], rtol=1e-5, atol=1e-5)
+    assert np.array_equal(ib[:, 2:], ia[:, 2:])
+    np.testing.assert_allclose(nb, na, rtol=1e-5, atol=1e-4)
+    for p in range(len(ps)):
+        np.testing.assert_allclose(pb[p], pa[p], rtol=1e-5, atol=1e-4, err_msg=str(p))

@@ -38,7 +38,8 @@ import numpy as np
 
 from . import stats
 from .device import Device, _cl
-from .filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch, mark
+from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch,
+                      mark)
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, gc_paused
 
@@ -299,7 +300,8 @@ class PairDomains:
 class DomainEngine:
     """The domain-definition kernels for one DeviceModels, and the host logic around them."""
 
-    def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int):
+    def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int,
+                 decode_path: str | None = None):
         self.dev, self.models, self.db = dev, models, db
         self.k_parser = dev.kernel("domains", "fb_parser")
         self.k_env = dev.kernel("domains", "envelope")
@@ -310,6 +312,15 @@ class DomainEngine:
         if self.envelope_path not in ("wg", "serial"):
             raise ValueError("envelope path (HMMCASCADE_ENVELOPE) must be 'wg' or 'serial', "
                              f"got {self.envelope_path!r}")
+        #: posterior decoding: "warp" (fb_parser_warp<C>, a warp per pair, for models of up to
+        #: 32 * max(VIT_WARP_C) nodes, fb_parser for longer ones; default on GPUs) or "serial"
+        #: (fb_parser, a work-item per pair; default on CPUs).  Values agree to float rounding.
+        self.decode_path = (decode_path or os.environ.get("HMMCASCADE_DECODE") or
+                            ("warp" if dev.is_gpu else "serial")).lower()
+        if self.decode_path not in ("warp", "serial"):
+            raise ValueError(f"decode path (HMMCASCADE_DECODE) must be 'warp' or 'serial', got {self.decode_path!r}")
+        self.k_parser_warp = ({c: dev.kernel("domains", f"fb_parser_warp{c}") for c in VIT_WARP_C}
+                              if self.decode_path == "warp" else {})
         self.scratch_bytes = int(scratch_bytes)
         self.kernel_s = {"decode": 0.0, "region_fwd": 0.0, "ensemble": 0.0, "envelope": 0.0}
         self.intervals = []  #: (start, end) ns of every kernel, for the stage's busy time (launches overlap)
@@ -352,50 +363,76 @@ class DomainEngine:
         L = batch.seqs.lengths[pair_seq].astype(np.int64)
         order = np.lexsort((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
         Ws = self._W[pair_model][order]
-        lane_need = 6 * Ws + 16 * (L[order] + 1)  # floats: two DP rows, then 16 per residue
+        # segments of the sorted jobs: fb_parser_warp<C> per chunk size, then fb_parser
+        segments, a = [], 0
+        if self.k_parser_warp:
+            Ms = self.db.M[pair_model][order]
+            for c in VIT_WARP_C:
+                b = int(np.searchsorted(Ms, 32 * c, side="right"))
+                if b > a:
+                    segments.append((a, b, c))
+                    a = b
+        if a < n:
+            segments.append((a, n, 0))
         queues = self.dev.queues()  # launches overlap on a GPU (see envelopes)
         nq = len(queues)
         budget = self.launch_budget(nq)
-        launches, job_off = self._launches(lane_need, interleave=True, budget_bytes=budget)
         width = 6 + 2 * region_cap  # output row, see fb_parser
         out = np.zeros((n, width), dtype=np.int32)  # in sorted order
         job = np.stack([pair_seq[order], pair_model[order]], axis=1).astype(np.int32)
         xfm = self._multihit_xfm(batch.params, np.arange(len(batch.seqs)))
-        _, (d_job, d_off, d_xfm) = self._upload([job, job_off, xfm])
-        d_out = self.dev.scratch(out.nbytes)
-        scrs = [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4]))
-                for q in range(nq)]
+        _, (d_xfm,) = self._upload([xfm])
         msc, msc_off = self._node_emissions()
         m = self.models
         post = [None] * n if posteriors else None
         redo = []  # (pair, btot/etot/mocc) of pairs with more regions than region_cap
+        rec = np.zeros(n, dtype=np.int64)  # float where a job's residue records start in its scratch
+        pending = []
 
-        def finish(j0, j1, ls, ev, slot):
+        def finish(a, j0, j1, ls, ev, slot, scr, d_out, job_off, lane_need):
             sec = _event_seconds([ev])
             self.kernel_s["decode"] += sec
             self.intervals.append((ev.profile.start, ev.profile.end))
-            log_launch("fb_parser", sec, lambda: self.db.M[job[j0:j1, 1]].astype(np.int64) * L[order[j0:j1]])
-            cl.enqueue_copy(queues[slot], out[j0:j1], d_out, src_offset=out[:j0].nbytes)
-            want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[j0:j1, 5] > region_cap)
+            log_launch("fb_parser", sec, lambda: self.db.M[job[a + j0:a + j1, 1]].astype(np.int64) * L[order[a + j0:a + j1]])
+            cl.enqueue_copy(queues[slot], out[a + j0:a + j1], d_out, src_offset=out[:j0].nbytes)
+            want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[a + j0:a + j1, 5] > region_cap)
             for t in want.tolist():
-                lane = self._read_lane(scrs[slot], int(job_off[t]), ls, int(lane_need[t]), queues[slot])
-                rec = lane[6 * int(Ws[t]):].reshape(-1, 16)[:, 12:15]  # btot, etot, mocc per residue
+                lane = self._read_lane(scr, int(job_off[t]), ls, int(lane_need[t]), queues[slot])
+                r = lane[int(rec[a + t]):].reshape(-1, 16)[:, 12:15]  # btot, etot, mocc per residue
                 if posteriors:
-                    post[order[t]] = rec.copy()
-                if out[t, 5] > region_cap:
-                    redo.append((int(order[t]), rec))
+                    post[order[a + t]] = r.copy()
+                if out[a + t, 5] > region_cap:
+                    redo.append((int(order[a + t]), r))
 
-        pending = []
-        for li, (j0, j1, ls, _) in reversed(list(enumerate(launches))):  # largest jobs first
-            if len(pending) == nq:  # the oldest launch used this slot's scratch: read it first
-                finish(*pending.pop(0))
-            slot = li % nq
-            ev = self.k_parser(
-                queues[slot], (_round_up(j1 - j0, ls),), (ls,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0), np.int32(j1),
-                msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scrs[slot], np.int32(region_cap), d_out,
-            )
-            pending.append((j0, j1, ls, ev, slot))
+        for a, b, c in segments:
+            Lseg = L[order[a:b]]
+            if c:  # fb_parser_warp: the residue records alone, contiguous per job
+                lane_need = 16 * (Lseg + 1)
+            else:  # fb_parser: two DP rows, then 16 floats per residue, word-interleaved in a group
+                lane_need = 6 * Ws[a:b] + 16 * (Lseg + 1)
+                rec[a:b] = 6 * Ws[a:b]
+            launches, job_off = self._launches(lane_need, interleave=not c, budget_bytes=budget)
+            _, (d_job, d_off) = self._upload([job[a:b], job_off])
+            d_out = self.dev.scratch(out[a:b].nbytes)
+            scrs = [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4]))
+                    for q in range(nq)]
+            for li, (j0, j1, ls, _) in reversed(list(enumerate(launches))):  # largest jobs first
+                if len(pending) == nq:  # the oldest launch used this slot's scratch: read it first
+                    finish(*pending.pop(0))
+                slot = li % nq
+                args = (batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0),
+                        np.int32(j1))
+                if c:
+                    ev = self.k_parser_warp[c](
+                        queues[slot], ((j1 - j0) * 32,), (32,), *args, m.fwd_msc, m.word_emis_off, m.fwd_tsc,
+                        m.word_trans_off, m.model_M, scrs[slot], np.int32(region_cap), d_out)
+                    ls_read = 1
+                else:
+                    ev = self.k_parser(
+                        queues[slot], (_round_up(j1 - j0, ls),), (ls,), *args,
+                        msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scrs[slot], np.int32(region_cap), d_out)
+                    ls_read = ls
+                pending.append((a, j0, j1, ls_read, ev, slot, scrs[slot], d_out, job_off, lane_need))
         while pending:
             finish(*pending.pop(0))
         rows = np.empty_like(out)

@@ -1,0 +1,99 @@
+/* warp.h: lane exchanges of the warp-per-pair kernels (viterbi_warp, forward_warp,
+ * fb_parser_warp): 32 lanes, one warp per work-group.  On NVIDIA (HMMC_PTX_SHFL / HMMC_PTX_REDUX,
+ * see Device.ptx_options) warp shuffles and redux.sync through inline PTX; elsewhere local memory
+ * `tmp` (32 words) with barriers, which every lane of the work-group must reach together. */
+#ifndef HMMC_WARP_H
+#define HMMC_WARP_H
+
+#define VW_LANES 32
+
+/* int v of lane - d (lanes below d: their own v) */
+inline int vw_up(const int v, const int d, const int lane, __local int *tmp)
+{
+#if defined(HMMC_PTX_SHFL)
+    int r;
+    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
+    return r;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return lane >= d ? tmp[lane - d] : v;
+#endif
+}
+
+/* the largest v over the warp, to every lane */
+inline int vw_max(int v, const int lane, __local int *tmp)
+{
+#if defined(HMMC_PTX_REDUX)
+    int r;
+    asm("redux.sync.max.s32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+    return r;
+#elif defined(HMMC_PTX_SHFL)
+    for (int d = 16; d > 0; d >>= 1) {
+        int o;
+        asm("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(o) : "r"(v), "r"(d));
+        v = max(v, o);
+    }
+    return v;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int r = tmp[0];
+    for (int l = 1; l < VW_LANES; l++) r = max(r, tmp[l]);
+    return r;
+#endif
+}
+
+/* float v of lane - d (lanes below d: their own v) */
+inline float fw_up(const float v, const int d, const int lane, __local float *tmp)
+{
+#if defined(HMMC_PTX_SHFL)
+    float r;
+    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
+    return r;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return lane >= d ? tmp[lane - d] : v;
+#endif
+}
+
+/* the sum of v over the warp, the same float in every lane */
+inline float fw_sum(float v, const int lane, __local float *tmp)
+{
+#if defined(HMMC_PTX_SHFL)
+    for (int d = 1; d < 32; d <<= 1) {   /* butterfly: both partners add the same two floats */
+        float o;
+        asm("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(o) : "f"(v), "r"(d));
+        v = v + o;
+    }
+    return v;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float r = 0.0f;
+    for (int l = 0; l < 32; l++) r = r + tmp[l];
+    return r;
+#endif
+}
+
+/* float v of lane + d (lanes 32 - d and above: their own v) */
+inline float fw_down(const float v, const int d, const int lane, __local float *tmp)
+{
+#if defined(HMMC_PTX_SHFL)
+    float r;
+    asm("shfl.sync.down.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
+    return r;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[lane] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return lane + d < VW_LANES ? tmp[lane + d] : v;
+#endif
+}
+
+#endif /* HMMC_WARP_H */
