@@ -381,7 +381,9 @@ class DomainEngine:
         out = np.zeros((n, width), dtype=np.int32)  # in sorted order
         job = np.stack([pair_seq[order], pair_model[order]], axis=1).astype(np.int32)
         xfm = self._multihit_xfm(batch.params, np.arange(len(batch.seqs)))
-        _, (d_xfm,) = self._upload([xfm])
+        # (the pool takes a buffer back once nothing refers to its parent: hold every parent while
+        # kernels may still be enqueued with its sub-buffers)
+        xfm_buf, (d_xfm,) = self._upload([xfm])
         msc, msc_off = self._node_emissions()
         m = self.models
         post = [None] * n if posteriors else None
@@ -412,7 +414,7 @@ class DomainEngine:
                 lane_need = 6 * Ws[a:b] + 16 * (Lseg + 1)
                 rec[a:b] = 6 * Ws[a:b]
             launches, job_off = self._launches(lane_need, interleave=not c, budget_bytes=budget)
-            _, (d_job, d_off) = self._upload([job[a:b], job_off])
+            job_buf, (d_job, d_off) = self._upload([job[a:b], job_off])
             d_out = self.dev.scratch(out[a:b].nbytes)
             scrs = [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4]))
                     for q in range(nq)]
@@ -435,6 +437,7 @@ class DomainEngine:
                 pending.append((a, j0, j1, ls_read, ev, slot, scrs[slot], d_out, job_off, lane_need))
         while pending:
             finish(*pending.pop(0))
+        del xfm_buf, job_buf
         rows = np.empty_like(out)
         rows[order] = out
         fl = rows[:, :5].view(F32)
