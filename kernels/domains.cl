@@ -1244,3 +1244,17 @@ __kernel void envelope_wg(
 #include "fb_parser_warp.h"
 #undef PW_C
 #undef PW_NAME
+#define PW_C 24
+#define PW_NAME fb_parser_warp24
+#define PW_TGLOBAL 1
+#include "fb_parser_warp.h"
+#undef PW_C
+#undef PW_NAME
+#undef PW_TGLOBAL
+#define PW_C 32
+#define PW_NAME fb_parser_warp32
+#define PW_TGLOBAL 1
+#include "fb_parser_warp.h"
+#undef PW_C
+#undef PW_NAME
+#undef PW_TGLOBAL

@@ -49,6 +49,9 @@ void PW_NAME(
     const int q0 = lane * PW_Q;
     const int k0 = lane * PW_C + 1;                /* the lane's first node */
 
+#ifdef PW_TGLOBAL   /* transitions read where used (L1-cached): the long-model variants */
+#define TRV(tt, jj) ((q0 + (jj) / 4 < Q) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
+#else
     float tr[N_TRANS][PW_C];
 #pragma unroll
     for (int w = 0; w < PW_Q; w++) {
@@ -58,16 +61,18 @@ void PW_NAME(
             tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
         }
     }
+#define TRV(tt, jj) tr[tt][jj]
+#endif
     /* node k0+C's tIM, tDM, tMM (the next lane's first node; 0 past the model) */
-    const float nIM = fw_down(tr[T_IM][0], 1, lane, tmp), nDM = fw_down(tr[T_DM][0], 1, lane, tmp),
-                nMM = fw_down(tr[T_MM][0], 1, lane, tmp);
+    const float nIM = fw_down(TRV(T_IM, 0), 1, lane, tmp), nDM = fw_down(TRV(T_DM, 0), 1, lane, tmp),
+                nMM = fw_down(TRV(T_MM, 0), 1, lane, tmp);
     const float tIMn = lane < 31 ? nIM : 0.0f, tDMn = lane < 31 ? nDM : 0.0f, tMMn = lane < 31 ? nMM : 0.0f;
 
     /* products of tDD: the lane's, and its running products over the scans' steps, upward
      * (Forward: lanes below) and downward (Backward: lanes above) */
     float P = 1.0f;
 #pragma unroll
-    for (int jj = 0; jj < PW_C; jj++) P = P * tr[T_DD][jj];
+    for (int jj = 0; jj < PW_C; jj++) P = P * TRV(T_DD, jj);
     float Pup[5], Pdn[5];
     {
         float Pu = P, Pd = P;
@@ -106,17 +111,17 @@ void PW_NAME(
 #pragma unroll
         for (int jj = PW_C - 1; jj >= 0; jj--) {
             const float mp = jj ? Mc[jj - 1] : pM, ip = jj ? Ic[jj - 1] : pI, dp = jj ? Dc[jj - 1] : pD;
-            float sv = xB * tr[T_BM][jj];
-            sv = sv + mp * tr[T_MM][jj];
-            sv = sv + ip * tr[T_IM][jj];
-            sv = sv + dp * tr[T_DM][jj];
+            float sv = xB * TRV(T_BM, jj);
+            sv = sv + mp * TRV(T_MM, jj);
+            sv = sv + ip * TRV(T_IM, jj);
+            sv = sv + dp * TRV(T_DM, jj);
             sv = sv * e[jj];
-            Ic[jj] = Mc[jj] * tr[T_MI][jj] + Ic[jj] * tr[T_II][jj];
+            Ic[jj] = Mc[jj] * TRV(T_MI, jj) + Ic[jj] * TRV(T_II, jj);
             Mc[jj] = sv;
         }
-        float A = Mc[0] * tr[T_MD][0];
+        float A = Mc[0] * TRV(T_MD, 0);
 #pragma unroll
-        for (int jj = 1; jj < PW_C; jj++) A = Mc[jj] * tr[T_MD][jj] + A * tr[T_DD][jj];
+        for (int jj = 1; jj < PW_C; jj++) A = Mc[jj] * TRV(T_MD, jj) + A * TRV(T_DD, jj);
 #pragma unroll
         for (int st = 0; st < 5; st++) {
             const int d = 1 << st;
@@ -128,7 +133,7 @@ void PW_NAME(
         float es = Mc[0] + Dc[0];
 #pragma unroll
         for (int jj = 1; jj < PW_C; jj++) {
-            Dc[jj] = Mc[jj - 1] * tr[T_MD][jj - 1] + Dc[jj - 1] * tr[T_DD][jj - 1];
+            Dc[jj] = Mc[jj - 1] * TRV(T_MD, jj - 1) + Dc[jj - 1] * TRV(T_DD, jj - 1);
             es = es + (Mc[jj] + Dc[jj]);
         }
         xE = fw_sum(es, lane, tmp);
@@ -197,12 +202,12 @@ void PW_NAME(
 #pragma unroll
         for (int jj = 0; jj < PW_C; jj++) {
             const float mnext = jj < PW_C - 1 ? mpn[jj + 1] : mpv_top;
-            const float tdm = jj < PW_C - 1 ? tr[T_DM][jj + 1] : tDMn;
+            const float tdm = jj < PW_C - 1 ? TRV(T_DM, jj + 1) : tDMn;
             av[jj] = (k0 + jj <= M) ? (mnext * tdm + xE) : 0.0f;
         }
         float A = av[PW_C - 1];
 #pragma unroll
-        for (int jj = PW_C - 2; jj >= 0; jj--) A = av[jj] + A * tr[T_DD][jj];
+        for (int jj = PW_C - 2; jj >= 0; jj--) A = av[jj] + A * TRV(T_DD, jj);
 #pragma unroll
         for (int st = 0; st < 5; st++) {
             const int d = 1 << st;
@@ -217,21 +222,21 @@ void PW_NAME(
 #pragma unroll
         for (int jj = PW_C - 1; jj >= 0; jj--) {
             const float mnext = jj < PW_C - 1 ? mpn[jj + 1] : mpv_top;
-            const float tim = jj < PW_C - 1 ? tr[T_IM][jj + 1] : tIMn;
-            const float tmm = jj < PW_C - 1 ? tr[T_MM][jj + 1] : tMMn;
+            const float tim = jj < PW_C - 1 ? TRV(T_IM, jj + 1) : tIMn;
+            const float tmm = jj < PW_C - 1 ? TRV(T_MM, jj + 1) : tMMn;
             if (k0 + jj > M) {
                 Mc[jj] = 0.0f; Ic[jj] = 0.0f; Dc[jj] = 0.0f;
             } else {
                 const float ipv = Ic[jj];
-                const float dv = av[jj] + dnext * tr[T_DD][jj];
-                float mv = ipv * tr[T_MI][jj] + mnext * tmm;
+                const float dv = av[jj] + dnext * TRV(T_DD, jj);
+                float mv = ipv * TRV(T_MI, jj) + mnext * tmm;
                 mv = mv + xE;
-                mv = mv + dnext * tr[T_MD][jj];
-                Ic[jj] = (ipv * tr[T_II][jj] + mnext * tim) * s;
+                mv = mv + dnext * TRV(T_MD, jj);
+                Ic[jj] = (ipv * TRV(T_II, jj) + mnext * tim) * s;
                 Mc[jj] = mv * s;
                 Dc[jj] = dv * s;
                 dnext = dv;
-                if (up) bs = bs + (Mc[jj] * e[jj]) * tr[T_BM][jj];
+                if (up) bs = bs + (Mc[jj] * e[jj]) * TRV(T_BM, jj);
             }
         }
         if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
@@ -245,7 +250,7 @@ void PW_NAME(
         PW_EMIS(x[0])
         float bs = 0.0f;
 #pragma unroll
-        for (int jj = 0; jj < PW_C; jj++) if (k0 + jj <= M) bs = bs + (Mc[jj] * e[jj]) * tr[T_BM][jj];
+        for (int jj = 0; jj < PW_C; jj++) if (k0 + jj <= M) bs = bs + (Mc[jj] * e[jj]) * TRV(T_BM, jj);
         xB = L > 0 ? fw_sum(bs, lane, tmp) : 0.0f;
         xN = (xB * nmove) + (xN * nloop);
         if (lane == 0) {
@@ -320,3 +325,4 @@ void PW_NAME(
 }
 
 #undef PW_Q
+#undef TRV

@@ -258,3 +258,17 @@ __kernel void forward_wg(
 #include "forward_warp.h"
 #undef FW_C
 #undef FW_NAME
+#define FW_C 24
+#define FW_NAME forward_warp24
+#define FW_TGLOBAL 1
+#include "forward_warp.h"
+#undef FW_C
+#undef FW_NAME
+#undef FW_TGLOBAL
+#define FW_C 32
+#define FW_NAME forward_warp32
+#define FW_TGLOBAL 1
+#include "forward_warp.h"
+#undef FW_C
+#undef FW_NAME
+#undef FW_TGLOBAL

@@ -56,6 +56,9 @@ void FW_NAME(
     __global const float4 *t = tsc + tsc_off[m];
     const int q0 = lane * FW_Q;                    /* the lane's first word */
 
+#ifdef FW_TGLOBAL   /* transitions read where used (L1-cached): the long-model variants */
+#define TRV(tt, jj) ((q0 + (jj) / 4 < Q) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
+#else
     float tr[N_TRANS][FW_C];                       /* transition t of node j: tr[t][j] */
 #pragma unroll
     for (int w = 0; w < FW_Q; w++) {
@@ -65,10 +68,12 @@ void FW_NAME(
             tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
         }
     }
+#define TRV(tt, jj) tr[tt][jj]
+#endif
     /* the lane's product of tDD, and its running products over the scan's steps */
     float P = 1.0f;
 #pragma unroll
-    for (int j = 0; j < FW_C; j++) P = P * tr[T_DD][j];
+    for (int j = 0; j < FW_C; j++) P = P * TRV(T_DD, j);
     float Pstep[5];
 #pragma unroll
     for (int st = 0; st < 5; st++) {
@@ -106,18 +111,18 @@ void FW_NAME(
 #pragma unroll
         for (int j = FW_C - 1; j >= 0; j--) {
             const float mp = j ? Mc[j - 1] : pM, ip = j ? Ic[j - 1] : pI, dp = j ? Dc[j - 1] : pD;
-            float sv = xB * tr[T_BM][j];
-            sv = sv + mp * tr[T_MM][j];
-            sv = sv + ip * tr[T_IM][j];
-            sv = sv + dp * tr[T_DM][j];
+            float sv = xB * TRV(T_BM, j);
+            sv = sv + mp * TRV(T_MM, j);
+            sv = sv + ip * TRV(T_IM, j);
+            sv = sv + dp * TRV(T_DM, j);
             sv = sv * e[j];
-            Ic[j] = Mc[j] * tr[T_MI][j] + Ic[j] * tr[T_II][j];
+            Ic[j] = Mc[j] * TRV(T_MI, j) + Ic[j] * TRV(T_II, j);
             Mc[j] = sv;
         }
         /* D: the lane's chain from 0 (A), the scan, the replay from the lane's first D */
-        float A = Mc[0] * tr[T_MD][0];
+        float A = Mc[0] * TRV(T_MD, 0);
 #pragma unroll
-        for (int j = 1; j < FW_C; j++) A = Mc[j] * tr[T_MD][j] + A * tr[T_DD][j];
+        for (int j = 1; j < FW_C; j++) A = Mc[j] * TRV(T_MD, j) + A * TRV(T_DD, j);
 #pragma unroll
         for (int st = 0; st < 5; st++) {
             const int d = 1 << st;
@@ -129,7 +134,7 @@ void FW_NAME(
         float es = Mc[0] + Dc[0];
 #pragma unroll
         for (int j = 1; j < FW_C; j++) {
-            Dc[j] = Mc[j - 1] * tr[T_MD][j - 1] + Dc[j - 1] * tr[T_DD][j - 1];
+            Dc[j] = Mc[j - 1] * TRV(T_MD, j - 1) + Dc[j - 1] * TRV(T_DD, j - 1);
             es = es + (Mc[j] + Dc[j]);
         }
         const float xE = fw_sum(es, lane, fw_tmp);
@@ -146,3 +151,4 @@ void FW_NAME(
 }
 
 #undef FW_Q
+#undef TRV

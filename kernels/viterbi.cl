@@ -341,3 +341,17 @@ void viterbi_wg(
 #include "viterbi_warp.h"
 #undef VW_C
 #undef VW_NAME
+#define VW_C 24
+#define VW_NAME viterbi_warp24
+#define VW_TGLOBAL 1
+#include "viterbi_warp.h"
+#undef VW_C
+#undef VW_NAME
+#undef VW_TGLOBAL
+#define VW_C 32
+#define VW_NAME viterbi_warp32
+#define VW_TGLOBAL 1
+#include "viterbi_warp.h"
+#undef VW_C
+#undef VW_NAME
+#undef VW_TGLOBAL

@@ -70,6 +70,9 @@ void VW_NAME(
     __global const short4 *t = tsc_t + tsc_off[m];
     const int q0 = lane * VW_Q;                    /* the lane's first word */
 
+#ifdef VW_TGLOBAL   /* transitions read where used (L1-cached): the long-model variants */
+#define TRV(tt, jj) (int) ((q0 + (jj) / 4 < Q) ? ((__global const short *) (t + (tt) * Q + q0 + (jj) / 4))[(jj) % 4] : WORD_NEG_INF)
+#else
     int tr[N_TRANS][VW_C];                         /* transition t of node j: tr[t][j] */
 #pragma unroll
     for (int tt = 0; tt < N_TRANS; tt++) {
@@ -79,11 +82,13 @@ void VW_NAME(
             tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
         }
     }
+#define TRV(tt, jj) tr[tt][jj]
+#endif
 
     /* The lane's D->D sum S, and its running sums over the scan's steps (the same every row). */
     int S = 0;
 #pragma unroll
-        for (int j = 0; j < VW_C; j++) S += tr[T_DD][j];
+        for (int j = 0; j < VW_C; j++) S += TRV(T_DD, j);
     int Sstep[5];
 #pragma unroll
         for (int st = 0; st < 5; st++) {
@@ -116,19 +121,19 @@ void VW_NAME(
 #pragma unroll
         for (int j = VW_C - 1; j >= 0; j--) {
             const int mp = j ? Mc[j - 1] : pM, ip = j ? Ic[j - 1] : pI, dp = j ? Dc[j - 1] : pD;
-            int sv = max(xB + tr[T_BM][j], mp + tr[T_MM][j]);
-            sv = max(sv, ip + tr[T_IM][j]);
-            sv = max(sv, dp + tr[T_DM][j]);
+            int sv = max(xB + TRV(T_BM, j), mp + TRV(T_MM, j));
+            sv = max(sv, ip + TRV(T_IM, j));
+            sv = max(sv, dp + TRV(T_DM, j));
             sv += e[j];
-            Ic[j] = max(Mc[j] + tr[T_MI][j], Ic[j] + tr[T_II][j]);
+            Ic[j] = max(Mc[j] + TRV(T_MI, j), Ic[j] + TRV(T_II, j));
             Mc[j] = sv;
             em = max(em, sv);
         }
         const int xE = vw_max(em, lane, tmp);
         /* D: the lane's chain from -infinity (A), the scan, the replay from the lane's first D */
-        int A = Mc[0] + tr[T_MD][0];
+        int A = Mc[0] + TRV(T_MD, 0);
 #pragma unroll
-        for (int j = 1; j < VW_C; j++) A = max(Mc[j] + tr[T_MD][j], A + tr[T_DD][j]);
+        for (int j = 1; j < VW_C; j++) A = max(Mc[j] + TRV(T_MD, j), A + TRV(T_DD, j));
 #pragma unroll
         for (int st = 0; st < 5; st++) {
             const int d = 1 << st;
@@ -138,7 +143,7 @@ void VW_NAME(
         const int din = vw_up(A, 1, lane, tmp);
         Dc[0] = lane ? din : WORD_NEG_INF;
 #pragma unroll
-        for (int j = 1; j < VW_C; j++) Dc[j] = max(Mc[j - 1] + tr[T_MD][j - 1], Dc[j - 1] + tr[T_DD][j - 1]);
+        for (int j = 1; j < VW_C; j++) Dc[j] = max(Mc[j - 1] + TRV(T_MD, j - 1), Dc[j - 1] + TRV(T_DD, j - 1));
 
         if (xE >= 32767) {                         /* uniform: xE is the warp's */
             if (lane == 0) out_xc[p] = 32767;
@@ -159,3 +164,4 @@ void VW_NAME(
 }
 
 #undef VW_Q
+#undef TRV

@@ -38,9 +38,11 @@ VIT_WG_ROW_BYTES = 6 * 8
 #: viterbi_wg launches split where the longest model passes these word counts, so that pairs
 #: of short models (most) do not run at the occupancy the longest model's local rows allow.
 VIT_WG_CLASSES = (128, 256, 512)
-#: viterbi_warp<C>: nodes per lane (a warp of 32 lanes per pair), one kernel each; a launch takes
-#: the smallest C that holds its longest model (M <= 32 C, i.e. at most 8 C words)
-VIT_WARP_C = (4, 8, 12, 16)
+#: viterbi_warp<C>, forward_warp<C>, fb_parser_warp<C>: nodes per lane (a warp of 32 lanes per
+#: pair), one kernel each; a launch takes the smallest C that holds its longest model (M <= 32 C,
+#: i.e. at most 8 C words).  Up to 16 the transitions sit in registers, above they are read from
+#: memory where used (their registers would not fit).
+VIT_WARP_C = (4, 8, 12, 16, 24, 32)
 
 
 def _round_up(n: int, m: int) -> int:
