@@ -330,38 +330,14 @@ int backward_pass(__global const uchar *dsq, const int L, const int M, const int
     return own;
 }
 
-/* Whole-target Forward + Backward parsers, p7_DomainDecoding and the region loop.
- *
- * Jobs j0 .. n_jobs-1 (global id + j0), job[j] = (sequence, model); scr_off[j]: float offset of
- * the job's word-interleaved scratch (ws = work-group size; see the file comment).
- * Output row j of out, 6 + 2 * region_cap ints: floats fwd score, bck score (nats), own scales,
- * range error (scaleproduct overflowed), nexpected = btot[L]; int count of regions; then up to
- * region_cap regions as (i, 2 j + is_multidomain).  count > region_cap: only the first
- * region_cap are written (the host redoes that pair from btot, etot, mocc in the scratch). */
-__kernel void fb_parser(
-    __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len,
-    __global const float4 *seq_xfm,
-    __global const int2 *job, __global const long *scr_off, const int j0, const int n_jobs,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, const int region_cap, __global int *out)
+/* p7_DomainDecoding (btot, etot, mocc per residue, into the records) and the region loop of
+ * p7_domaindef_ByPosteriorHeuristics (rt1 = 0.25, rt2 = 0.10, rt3 = 0.20) on a job's residue
+ * records (16 floats from float rec0 of its scratch p, word stride ws; fb_parser_warp's are
+ * contiguous: ws = 1), once its Forward and Backward specials are there; writes the job's output
+ * row o (see fb_parser).  fsc: the Forward score; own: whether the Backward used its own scales. */
+void domain_decoding(__global float *p, const int ws, const long rec0, const int L, const float nloop,
+                     const int own, const float fsc, const int region_cap, __global int *o)
 {
-    const int j = j0 + REVERSED_GID();
-    if (j >= n_jobs) return;
-    const int ws = get_local_size(0);
-    const int s = job[j].x, m = job[j].y;
-    const int M = model_M[m];
-    const int W = (M + 3) / 4 * 4;
-    const int L = seq_len[s];
-    __global const uchar *x = dsq + seq_off[s];
-    __global const float *e = msc + msc_off[m] * 4;
-    __global const float *t = tsc + tsc_off[m] * 4;
-    const float4 xfm = seq_xfm[s];
-    __global float *p = scr + scr_off[j];
-    const long rec0 = 6 * (long) W;   /* residue records: fx, bx, btot, etot, mocc */
-    const float fsc = forward_pass(x, L, W, e, 4, 4 * KP, t, xfm, p, ws, 0, 0, rec0, REC);
-    const int own = backward_pass(x, L, M, W, e, 4, 4 * KP, t, xfm, p, ws, rec0, 3 * (long) W, 0,
-                                  rec0 + R_BX, REC);
 #define FXR(i, c) p[el(rec0 + (long) (i) * REC + (c), ws)]
 #define BXR(i, c) p[el(rec0 + (long) (i) * REC + R_BX + (c), ws)]
 #define DDR(i, c) p[el(rec0 + (long) (i) * REC + (c), ws)]
@@ -369,8 +345,6 @@ __kernel void fb_parser(
     float scaleproduct = inv_as_hmmer(bxn0);
     float btot = 0.0f, etot = 0.0f;
     DDR(0, R_BTOT) = 0.0f; DDR(0, R_ETOT) = 0.0f; DDR(0, R_MOCC) = 0.0f;
-    const float nloop = xfm.y;
-    __global int *o = out + (long) j * (6 + 2 * region_cap);
     /* region loop state (find_regions): open start ri (-1: none), triggered */
     int ri = -1, trig = 0, nreg = 0;
     float bprev = 0.0f, eprev = 0.0f;
@@ -426,6 +400,41 @@ __kernel void fb_parser(
     o[3] = as_int(isinf(scaleproduct) ? 1.0f : 0.0f);
     o[4] = as_int(btot);
     o[5] = nreg;
+}
+
+/* Whole-target Forward + Backward parsers, p7_DomainDecoding and the region loop.
+ *
+ * Jobs j0 .. n_jobs-1 (global id + j0), job[j] = (sequence, model); scr_off[j]: float offset of
+ * the job's word-interleaved scratch (ws = work-group size; see the file comment).
+ * Output row j of out, 6 + 2 * region_cap ints: floats fwd score, bck score (nats), own scales,
+ * range error (scaleproduct overflowed), nexpected = btot[L]; int count of regions; then up to
+ * region_cap regions as (i, 2 j + is_multidomain).  count > region_cap: only the first
+ * region_cap are written (the host redoes that pair from btot, etot, mocc in the scratch). */
+__kernel void fb_parser(
+    __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len,
+    __global const float4 *seq_xfm,
+    __global const int2 *job, __global const long *scr_off, const int j0, const int n_jobs,
+    __global const float *msc, __global const long *msc_off,
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
+    __global float *scr, const int region_cap, __global int *out)
+{
+    const int j = j0 + REVERSED_GID();
+    if (j >= n_jobs) return;
+    const int ws = get_local_size(0);
+    const int s = job[j].x, m = job[j].y;
+    const int M = model_M[m];
+    const int W = (M + 3) / 4 * 4;
+    const int L = seq_len[s];
+    __global const uchar *x = dsq + seq_off[s];
+    __global const float *e = msc + msc_off[m] * 4;
+    __global const float *t = tsc + tsc_off[m] * 4;
+    const float4 xfm = seq_xfm[s];
+    __global float *p = scr + scr_off[j];
+    const long rec0 = 6 * (long) W;   /* residue records: fx, bx, btot, etot, mocc */
+    const float fsc = forward_pass(x, L, W, e, 4, 4 * KP, t, xfm, p, ws, 0, 0, rec0, REC);
+    const int own = backward_pass(x, L, M, W, e, 4, 4 * KP, t, xfm, p, ws, rec0, 3 * (long) W, 0,
+                                  rec0 + R_BX, REC);
+    domain_decoding(p, ws, rec0, L, xfm.y, own, fsc, region_cap, out + (long) j * (6 + 2 * region_cap));
 }
 
 /* Striped position of node k (1-based) for a model with Q vectors. */

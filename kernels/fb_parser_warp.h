@@ -263,65 +263,7 @@ void PW_NAME(
     if (lane != 0) return;
 
     /* ---- p7_DomainDecoding and the region loop: fb_parser's, on lane 0 ---- */
-#define FXR(i, c) rp[(long) (i) * REC + (c)]
-#define BXR(i, c) rp[(long) (i) * REC + R_BX + (c)]
-#define DDR(i, c) rp[(long) (i) * REC + (c)]
-    const float bxn0 = BXR(0, XN);
-    float scaleproduct = inv_as_hmmer(bxn0);
-    float btot = 0.0f, etot = 0.0f;
-    DDR(0, R_BTOT) = 0.0f; DDR(0, R_ETOT) = 0.0f; DDR(0, R_MOCC) = 0.0f;
-    __global int *o = out + (long) j * (6 + 2 * region_cap);
-    int ri = -1, trig = 0, nreg = 0;
-    float bprev = 0.0f, eprev = 0.0f;
-    for (int i = 1; i <= L; i++) {
-        btot = btot + (((FXR(i - 1, XB) * BXR(i - 1, XB)) * FXR(i - 1, XSCALE)) * scaleproduct);
-        if (own) scaleproduct = scaleproduct * (FXR(i - 1, XSCALE) / BXR(i - 1, XSCALE));
-        etot = etot + (((FXR(i, XE) * BXR(i, XE)) * FXR(i, XSCALE)) * scaleproduct);
-        float njcp = ((FXR(i - 1, XN) * BXR(i, XN)) * nloop) * scaleproduct;
-        njcp = njcp + ((FXR(i - 1, XJ) * BXR(i, XJ)) * nloop) * scaleproduct;
-        njcp = njcp + ((FXR(i - 1, XC) * BXR(i, XC)) * nloop) * scaleproduct;
-#ifdef cl_khr_fp64
-        const float mocc = (float) (1.0 - (double) njcp);
-#else
-        const float mocc = 1.0f - njcp;
-#endif
-        DDR(i, R_BTOT) = btot; DDR(i, R_ETOT) = etot; DDR(i, R_MOCC) = mocc;
-        if (!trig) {
-            const float bdiff = btot - bprev;
-            const float lowb = mocc - bdiff;
-            if (lowb < RT2) ri = i;
-            else if (ri == -1) ri = i;
-            if (mocc >= RT1) trig = 1;
-        } else {
-            const float ediff = etot - eprev;
-            const float lowe = mocc - ediff;
-            if (lowe < RT2) {
-                const float e0 = DDR(ri - 1, R_ETOT);
-                float mx = -1.0f;
-                int nan = 0;
-                for (int z = ri; z <= i; z++) {
-                    const float ev = DDR(z, R_ETOT) - e0;
-                    const float bv = btot - DDR(z - 1, R_BTOT);
-                    if (isnan(ev) || isnan(bv)) nan = 1;
-                    else mx = fmax(mx, (ev < bv) ? ev : bv);
-                }
-                const int multi = (!nan && mx >= RT3) ? 1 : 0;
-                if (nreg < region_cap) { o[6 + 2 * nreg] = ri; o[7 + 2 * nreg] = 2 * i + multi; }
-                nreg++;
-                ri = -1; trig = 0;
-            }
-        }
-        bprev = btot; eprev = etot;
-    }
-#undef FXR
-#undef BXR
-#undef DDR
-    o[0] = as_int(fsc);
-    o[1] = as_int(LOG_AS_HMMER(bxn0));
-    o[2] = as_int((float) own);
-    o[3] = as_int(isinf(scaleproduct) ? 1.0f : 0.0f);
-    o[4] = as_int(btot);
-    o[5] = nreg;
+    domain_decoding(rp, 1, 0, L, nloop, own, fsc, region_cap, out + (long) j * (6 + 2 * region_cap));
 }
 
 #undef PW_Q
