@@ -32,7 +32,7 @@ void PW_NAME(
     __global const float4 *tsc, __global const long *tsc_off, __global const int *model_M,
     __global float *scr, const int region_cap, __global int *out)
 {
-    __local float tmp[32];
+    __local int tmp[32];
     const int lane = (int) get_local_id(0);
     const int j = j0 + (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest jobs first */
     if (j >= n_jobs) return;                       /* the whole group */
@@ -108,35 +108,10 @@ void PW_NAME(
     float totscale = 0.0f;
     for (int i = 1; i <= L; i++) {
         PW_EMIS(x[i - 1])
-#pragma unroll
-        for (int jj = PW_C - 1; jj >= 0; jj--) {
-            const float mp = jj ? Mc[jj - 1] : pM, ip = jj ? Ic[jj - 1] : pI, dp = jj ? Dc[jj - 1] : pD;
-            float sv = xB * TRV(T_BM, jj);
-            sv = sv + mp * TRV(T_MM, jj);
-            sv = sv + ip * TRV(T_IM, jj);
-            sv = sv + dp * TRV(T_DM, jj);
-            sv = sv * e[jj];
-            Ic[jj] = Mc[jj] * TRV(T_MI, jj) + Ic[jj] * TRV(T_II, jj);
-            Mc[jj] = sv;
-        }
-        float A = Mc[0] * TRV(T_MD, 0);
-#pragma unroll
-        for (int jj = 1; jj < PW_C; jj++) A = Mc[jj] * TRV(T_MD, jj) + A * TRV(T_DD, jj);
-#pragma unroll
-        for (int st = 0; st < 5; st++) {
-            const int d = 1 << st;
-            const float o = fw_up(A, d, lane, tmp);
-            if (lane >= d) A = A + o * Pup[st];
-        }
-        const float din = fw_up(A, 1, lane, tmp);
-        Dc[0] = lane ? din : 0.0f;
-        float es = Mc[0] + Dc[0];
-#pragma unroll
-        for (int jj = 1; jj < PW_C; jj++) {
-            Dc[jj] = Mc[jj - 1] * TRV(T_MD, jj - 1) + Dc[jj - 1] * TRV(T_DD, jj - 1);
-            es = es + (Mc[jj] + Dc[jj]);
-        }
-        xE = fw_sum(es, lane, tmp);
+#define FR_C PW_C
+#include "forward_row.h"
+#undef FR_C
+        xE = row_E;
         xN = xN * nloop;
         xC = xC * nloop + xE * emove;
         xJ = xJ * nloop + xE * eloop;

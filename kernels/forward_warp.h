@@ -43,7 +43,7 @@ void FW_NAME(
     __global float4 *rows,           /* (unused)                                  */
     __global float *out_nats)        /* [n_pairs] Forward score                   */
 {
-    __local float fw_tmp[32];
+    __local int tmp[32];
     const int lane = (int) get_local_id(0);
     const int p = (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest pairs first */
     if (p >= n_pairs) return;                      /* the whole group */
@@ -74,12 +74,12 @@ void FW_NAME(
     float P = 1.0f;
 #pragma unroll
     for (int j = 0; j < FW_C; j++) P = P * TRV(T_DD, j);
-    float Pstep[5];
+    float Pup[5];
 #pragma unroll
     for (int st = 0; st < 5; st++) {
         const int d = 1 << st;
-        Pstep[st] = P;
-        const float o = fw_up(P, d, lane, fw_tmp);
+        Pup[st] = P;
+        const float o = fw_up(P, d, lane, tmp);
         if (lane >= d) P = P * o;
     }
 
@@ -107,42 +107,15 @@ void FW_NAME(
             const float4 v = q0 + w < Q ? e4[w] : (float4) (0.0f);
             e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w;
         }
-        /* M and I, descending: node j reads row i-1 at nodes j-1 (still unchanged) and j */
-#pragma unroll
-        for (int j = FW_C - 1; j >= 0; j--) {
-            const float mp = j ? Mc[j - 1] : pM, ip = j ? Ic[j - 1] : pI, dp = j ? Dc[j - 1] : pD;
-            float sv = xB * TRV(T_BM, j);
-            sv = sv + mp * TRV(T_MM, j);
-            sv = sv + ip * TRV(T_IM, j);
-            sv = sv + dp * TRV(T_DM, j);
-            sv = sv * e[j];
-            Ic[j] = Mc[j] * TRV(T_MI, j) + Ic[j] * TRV(T_II, j);
-            Mc[j] = sv;
-        }
-        /* D: the lane's chain from 0 (A), the scan, the replay from the lane's first D */
-        float A = Mc[0] * TRV(T_MD, 0);
-#pragma unroll
-        for (int j = 1; j < FW_C; j++) A = Mc[j] * TRV(T_MD, j) + A * TRV(T_DD, j);
-#pragma unroll
-        for (int st = 0; st < 5; st++) {
-            const int d = 1 << st;
-            const float o = fw_up(A, d, lane, fw_tmp);
-            if (lane >= d) A = A + o * Pstep[st];
-        }
-        const float din = fw_up(A, 1, lane, fw_tmp);
-        Dc[0] = lane ? din : 0.0f;
-        float es = Mc[0] + Dc[0];
-#pragma unroll
-        for (int j = 1; j < FW_C; j++) {
-            Dc[j] = Mc[j - 1] * TRV(T_MD, j - 1) + Dc[j - 1] * TRV(T_DD, j - 1);
-            es = es + (Mc[j] + Dc[j]);
-        }
-        const float xE = fw_sum(es, lane, fw_tmp);
+#define FR_C FW_C
+#include "forward_row.h"
+#undef FR_C
+        const float xE = row_E;
         forward_specials(xE, nc, xe, &xN, &xC, &xJ, &xB, &pscale, &totscale);
         /* row i's last nodes for the next lane's first node at row i+1 */
-        const float nm = fw_up(Mc[FW_C - 1], 1, lane, fw_tmp);
-        const float ni = fw_up(Ic[FW_C - 1], 1, lane, fw_tmp);
-        const float nd = fw_up(Dc[FW_C - 1], 1, lane, fw_tmp);
+        const float nm = fw_up(Mc[FW_C - 1], 1, lane, tmp);
+        const float ni = fw_up(Ic[FW_C - 1], 1, lane, tmp);
+        const float nd = fw_up(Dc[FW_C - 1], 1, lane, tmp);
         pM = lane ? nm : 0.0f;
         pI = lane ? ni : 0.0f;
         pD = lane ? nd : 0.0f;

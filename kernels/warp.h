@@ -46,23 +46,34 @@ inline int vw_max(int v, const int lane, __local int *tmp)
 #endif
 }
 
-/* float v of lane - d (lanes below d: their own v) */
-inline float fw_up(const float v, const int d, const int lane, __local float *tmp)
+/* int v of lane + d (lanes 32 - d and above: their own v) */
+inline int vw_down(const int v, const int d, const int lane, __local int *tmp)
 {
 #if defined(HMMC_PTX_SHFL)
-    float r;
-    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
+    int r;
+    asm("shfl.sync.down.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
     return r;
 #else
     barrier(CLK_LOCAL_MEM_FENCE);
     tmp[lane] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
-    return lane >= d ? tmp[lane - d] : v;
+    return lane + d < VW_LANES ? tmp[lane + d] : v;
 #endif
 }
 
+/* the same moves of a float's bits */
+inline float fw_up(const float v, const int d, const int lane, __local int *tmp)
+{
+    return as_float(vw_up(as_int(v), d, lane, tmp));
+}
+
+inline float fw_down(const float v, const int d, const int lane, __local int *tmp)
+{
+    return as_float(vw_down(as_int(v), d, lane, tmp));
+}
+
 /* the sum of v over the warp, the same float in every lane */
-inline float fw_sum(float v, const int lane, __local float *tmp)
+inline float fw_sum(float v, const int lane, __local int *tmp)
 {
 #if defined(HMMC_PTX_SHFL)
     for (int d = 1; d < 32; d <<= 1) {   /* butterfly: both partners add the same two floats */
@@ -73,26 +84,11 @@ inline float fw_sum(float v, const int lane, __local float *tmp)
     return v;
 #else
     barrier(CLK_LOCAL_MEM_FENCE);
-    tmp[lane] = v;
+    tmp[lane] = as_int(v);
     barrier(CLK_LOCAL_MEM_FENCE);
     float r = 0.0f;
-    for (int l = 0; l < 32; l++) r = r + tmp[l];
+    for (int l = 0; l < 32; l++) r = r + as_float(tmp[l]);
     return r;
-#endif
-}
-
-/* float v of lane + d (lanes 32 - d and above: their own v) */
-inline float fw_down(const float v, const int d, const int lane, __local float *tmp)
-{
-#if defined(HMMC_PTX_SHFL)
-    float r;
-    asm("shfl.sync.down.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
-    return r;
-#else
-    barrier(CLK_LOCAL_MEM_FENCE);
-    tmp[lane] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return lane + d < VW_LANES ? tmp[lane + d] : v;
 #endif
 }
 

@@ -391,8 +391,12 @@ def _source(name: str) -> str:
     occurrence (so their content is part of the cache key; viterbi.cl includes one body several times)."""
     folder = kernels_dir()
     text = (folder / f"{name}.cl").read_text()
-    for inc in sorted(set(re.findall(r'^#include "([\w.]+\.h)"$', text, flags=re.M))):
-        text = text.replace(f'#include "{inc}"', (folder / inc).read_text())  # every occurrence
+    for _ in range(8):  # included files may include others (forward_warp.h: forward_row.h)
+        found = sorted(set(re.findall(r'^#include "([\w.]+\.h)"$', text, flags=re.M)))
+        if not found:
+            break
+        for inc in found:
+            text = text.replace(f'#include "{inc}"', (folder / inc).read_text())  # every occurrence
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return f"/* hmmcascade {name} {digest} */\n{text}"
 

@@ -39,7 +39,7 @@ import numpy as np
 from . import stats
 from .device import Device, _cl
 from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch,
-                      mark)
+                      mark, warp_runs)
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, gc_paused
 
@@ -364,14 +364,8 @@ class DomainEngine:
         order = np.lexsort((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
         Ws = self._W[pair_model][order]
         # segments of the sorted jobs: fb_parser_warp<C> per chunk size, then fb_parser
-        segments, a = [], 0
-        if self.k_parser_warp:
-            Ms = self.db.M[pair_model][order]
-            for c in VIT_WARP_C:
-                b = int(np.searchsorted(Ms, 32 * c, side="right"))
-                if b > a:
-                    segments.append((a, b, c))
-                    a = b
+        segments = list(warp_runs(Ws // 4)) if self.k_parser_warp else []
+        a = segments[-1][1] if segments else 0
         if a < n:
             segments.append((a, n, 0))
         queues = self.dev.queues()  # launches overlap on a GPU (see envelopes)

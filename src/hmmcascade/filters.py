@@ -21,7 +21,7 @@ from .device import Device, _cl
 from .io import SequenceSet
 from .profiles import KP, LengthParams, ProfileDB
 
-__all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFilter", "ForwardFilter"]
+__all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFilter", "ForwardFilter", "warp_runs"]
 
 #: Work-items per work-group along the sequence axis.
 LOCAL_SIZE = 64
@@ -43,6 +43,19 @@ VIT_WG_CLASSES = (128, 256, 512)
 #: i.e. at most 8 C words).  Up to 16 the transitions sit in registers, above they are read from
 #: memory where used (their registers would not fit).
 VIT_WARP_C = (4, 8, 12, 16, 24, 32)
+
+
+def warp_runs(words_sorted: np.ndarray):
+    """Runs of pairs sorted by model length (``words_sorted``: their models' 4-node words,
+    ascending) for the warp kernels: ``(start, end, C)`` per chunk size C of :data:`VIT_WARP_C`
+    with pairs, each run's models the ones that need C (M <= 32 C, above the previous C); pairs
+    past the largest C follow the last run."""
+    start = 0
+    for c in VIT_WARP_C:
+        end = int(np.searchsorted(words_sorted, 8 * c, side="right"))
+        if end > start:
+            yield start, end, c
+            start = end
 
 
 def _round_up(n: int, m: int) -> int:
@@ -691,13 +704,7 @@ class ForwardFilter(_PairKernel):
         w = np.flatnonzero(warp)
         if len(w):  # forward_warp: one launch per chunk size, pairs by model length
             order = w[self._order(batch, pair_seq[w], pair_model[w])]
-            Qo = Q[order]
-            start = 0
-            for c in VIT_WARP_C:
-                end = int(np.searchsorted(Qo, 8 * c, side="right"))
-                if end > start:
-                    plan.append((order[start:end], {"warp": c}))
-                    start = end
+            plan += [(order[a:b], {"warp": c}) for a, b, c in warp_runs(Q[order])]
         rest = np.flatnonzero(~warp & ~big)
         if len(rest):
             order = rest[self._order(batch, pair_seq[rest], pair_model[rest])]
