@@ -63,8 +63,9 @@
  * (`ensemble_work_ints` in hmmcascade/ensemble_gpu.py is the same formula.)
  *
  * Output per region: the mean null2 odds ratio of residues ireg..jreg at
- * n2mean + n2_off[r] (float32, before HMMER's logf, which the host applies
- * with the C library's logf, the function HMMER calls); envelopes (i, j) at
+ * n2mean + n2_off[r] (float32, before HMMER's logf), and at n2log + n2_off[r]
+ * its logf as glibc computes it (glibc_logf below), or NaN where the host must
+ * call the C library's logf (the function HMMER calls); envelopes (i, j) at
  * env[r * env_cap ...]; status[r] = number of envelopes, or
  *   STATUS_OVERFLOW (-1): a workspace capacity (segment pairs, significant
  *       clusters, endpoint histogram, node runs, trace steps) was too small;
@@ -259,6 +260,52 @@ inline int endpoint(__global const int4 *seg, __global const int *assign, const 
     return lo + best;
 }
 
+/* glibc's logf (since 2.28) in its own double steps, as hmmcascade.profiles._logf_double (FP_CONTRACT
+ * is off: every step rounds as numpy's); NaN for a value that is not a positive normal float, or whose
+ * double result lies within LOGF_MARGIN_ULPS (profiles.LOGF_MARGIN_ULPS) of a float rounding boundary:
+ * the host calls the C library's logf for those (and for all, where its logf is not glibc's). */
+#define LOGF_MARGIN_ULPS (1L << 17)
+#ifdef cl_khr_fp64
+__constant double LOGF_INVC[16] = {
+    0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0, 0x1.49539f0f010bp+0, 0x1.3c995b0b80385p+0,
+    0x1.30d190c8864a5p+0, 0x1.25e227b0b8eap+0, 0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
+    0x1.0953f419900a7p+0, 0x1p+0, 0x1.e608cfd9a47acp-1, 0x1.ca4b31f026aap-1,
+    0x1.b2036576afce6p-1, 0x1.9c2d163a1aa2dp-1, 0x1.886e6037841edp-1, 0x1.767dcf5534862p-1};
+__constant double LOGF_LOGC[16] = {
+    -0x1.57bf7808caadep-2, -0x1.2bef0a7c06ddbp-2, -0x1.01eae7f513a67p-2, -0x1.b31d8a68224e9p-3,
+    -0x1.6574f0ac07758p-3, -0x1.1aa2bc79c81p-3, -0x1.a4e76ce8c0e5ep-4, -0x1.1973c5a611cccp-4,
+    -0x1.252f438e10c1ep-5, 0x0p+0, 0x1.aa5aa5df25984p-5, 0x1.c5e53aa362eb4p-4,
+    0x1.526e57720db08p-3, 0x1.bc2860d22477p-3, 0x1.1058bc8a07ee1p-2, 0x1.4043057b6ee09p-2};
+#endif
+
+inline float glibc_logf(const float v)
+{
+#ifdef cl_khr_fp64
+    const uint bits = as_uint(v);
+    if (bits - 0x00800000u >= 0x7F800000u - 0x00800000u) return NAN;   /* <= 0, subnormal, inf, NaN */
+    const uint tmp = bits - 0x3F330000u;
+    const int i = (int) ((tmp >> 19) & 15u);
+    const int k = as_int(tmp) >> 23;
+    const double z = (double) as_float(bits - (tmp & 0xFF800000u));
+    double r = z * LOGF_INVC[i];
+    r = r - 1.0;
+    double y0 = (double) k * 0x1.62e42fefa39efp-1;
+    y0 = y0 + LOGF_LOGC[i];
+    const double r2 = r * r;
+    double y = 0x1.5575b0be00b6ap-2 * r;
+    y = y + -0x1.ffffef20a4123p-2;
+    y = y + -0x1.00ea348b88334p-2 * r2;
+    y = y * r2;
+    y0 = y0 + r;
+    y = y + y0;
+    const long low = (as_long(y) & ((1L << 29) - 1)) - (1L << 28);
+    if (low > -LOGF_MARGIN_ULPS && low < LOGF_MARGIN_ULPS) return NAN;
+    return (float) y;
+#else
+    return NAN;
+#endif
+}
+
 __kernel void region_ensemble(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,
@@ -268,7 +315,7 @@ __kernel void region_ensemble(
     __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
     __global const float *fwd, __global const long *fwd_off,
     __global int *work, __global const long *work_off, __global const int *job_segcap,
-    __global float *n2mean, __global const long *n2_off,
+    __global float *n2mean, __global const long *n2_off, __global float *n2log,
     __global int2 *env, const int env_cap, __global int *status)
 {
     /* A work-group per region (get_local_size(0) work-items, up to ENS_LANES; one on CPUs, up to a
@@ -541,7 +588,12 @@ __kernel void region_ensemble(
             }
         }
         if (st == 0) {
-            for (int p = OWNED_FROM(1); p <= L; p += nl) n2[p - 1] = n2[p - 1] / (float) nsamples;
+            __global float *lg = n2log + n2_off[r];
+            for (int p = OWNED_FROM(1); p <= L; p += nl) {
+                const float v = n2[p - 1] / (float) nsamples;
+                n2[p - 1] = v;
+                lg[p - 1] = glibc_logf(v);
+            }
         }
         if (lid == 0) { shared[0] = st; shared[1] = nseg; }
     }   /* traces sampled */

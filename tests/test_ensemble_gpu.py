@@ -100,6 +100,21 @@ def test_default_data_regions_equal_python(default_regions, default_reference):
     assert any(len(e) == 1 for _, e in got)  # and some resolve into one
 
 
+def test_kernel_logf_leaves_few_values_to_the_host(default_regions, default_reference, monkeypatch):
+    """The kernel's glibc logf (double steps) gives the null2 scores; only values near a float
+    rounding boundary (about 1 in 2,000) or special ones go to the C function, and the results are
+    still ensemble.py's bit for bit."""
+    if not profiles.logf_is_glibc():
+        pytest.skip("the C library's logf is not glibc's: every value goes to it")
+    sent = []
+    real = ensemble_gpu.logf_array
+    monkeypatch.setattr(ensemble_gpu, "logf_array", lambda v: sent.append(len(v)) or real(v))
+    got = default_regions.run(backend="device")
+    assert_identical(got, default_reference)
+    total = sum(len(n2) for n2, _ in got)
+    assert total > 10000 and sum(sent) < total // 200
+
+
 def test_pf02826_regions_equal_python_and_hmmer(pf02826_regions):
     """PF02826 x HG003687: device == ensemble.py; three regions' envelopes are HMMER's."""
     regions = pf02826_regions

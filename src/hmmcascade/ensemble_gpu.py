@@ -38,7 +38,7 @@ import numpy as np
 from .device import _cl
 from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
 from .filters import LOCAL_SIZE, _event_seconds, _round_up, log_launch
-from .profiles import logf_array
+from .profiles import logf_array, logf_is_glibc
 
 __all__ = ["SEED", "STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "ensemble_work_ints", "region_ensembles"]
 
@@ -205,7 +205,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             engine.kernel_s["ensemble"] += sec
             engine.intervals.append((ev_e.profile.start, ev_e.profile.end))
             log_launch("region_ensemble", sec, lambda: M[idx] * Lr[idx])
-            status, envs, n2 = (read() for read in reads[0])
+            status, envs, n2, n2log = (read() for read in reads[0])
             n2_off = reads[1]
             envs = envs.reshape(k, env_cap, 2)
             n2 = n2[: int(Lr[idx].sum())]
@@ -219,8 +219,11 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
                 stop = np.cumsum(cnt).tolist()
                 for r, a, b in zip(g_reg.tolist(), [0] + stop[:-1], stop):
                     results[r] = pairs[a:b]
-                means.append((g_reg, g_len, n2 if len(failed) == 0 else
-                              np.concatenate([n2[o: o + ln] for o, ln in zip(n2_off[good].tolist(), g_len.tolist())])))
+                from .domains import _ranges
+
+                sel = (slice(None) if len(failed) == 0 else
+                       _ranges(n2_off[good], g_len))  # the good regions' residues, in order
+                means.append((g_reg, g_len, n2[sel], n2log[: len(n2)][sel]))
         else:
             failed = list(range(k))
         for t in failed:  # the region's Forward matrix, for the host
@@ -277,6 +280,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             work_ints = ensemble_work_ints(Lr[idx], M[idx], segcap[idx], env_cap)
             n2_off = _offsets(Lr[idx])
             d_n2 = dev.scratch(4 * int(Lr[idx].sum()))
+            d_n2log = dev.scratch(4 * int(Lr[idx].sum()))
             d_env = dev.scratch(8 * k * env_cap)
             d_status = dev.scratch(4 * k)
             work = [dev.scratch(4 * int(work_ints.sum())), dev.to_device(_offsets(work_ints)),
@@ -287,23 +291,27 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
                 batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
                 np.int32(k), np.int32(nsamples), rng_init,
                 *engine._node_emissions(), m.fwd_tsc, m.word_trans_off, m.model_M,
-                scr, d_scr_off, *work, d_n2, d_n2_off, d_env, np.int32(env_cap), d_status,
+                scr, d_scr_off, *work, d_n2, d_n2_off, d_n2log, d_env, np.int32(env_cap), d_status,
             )
-            keep += [*work, d_n2_off, d_n2, d_env, d_status]
+            keep += [*work, d_n2_off, d_n2, d_n2log, d_env, d_status]
             # into page-locked memory: asynchronous reads
             reads = ([dev.read_async(d, dt, count, q) for d, dt, count in (
-                (d_status, np.int32, k), (d_env, np.int32, 2 * k * env_cap), (d_n2, F32, int(Lr[idx].sum())))],
+                (d_status, np.int32, k), (d_env, np.int32, 2 * k * env_cap), (d_n2, F32, int(Lr[idx].sum())),
+                (d_n2log, F32, int(Lr[idx].sum())))],
                 n2_off)
         pending.append((idx, ev_f, ev_e, q, scr, scr_off, reads, keep))
     while pending:
         finish(*pending.pop(0))
 
     t0 = time.perf_counter()
-    if means:  # the C library's logf of every mean, at once
-        logs = logf_array(np.concatenate([v for _, _, v in means]))
-        lens = np.concatenate([ln for _, ln, _ in means])
+    if means:  # the C library's logf of every mean: the kernel's (glibc's steps), the C function where it left NaN
+        logs = np.concatenate([lg for _, _, _, lg in means])
+        todo = np.flatnonzero(np.isnan(logs)) if logf_is_glibc() else np.arange(len(logs))
+        if len(todo):
+            logs[todo] = logf_array(np.concatenate([v for _, _, v, _ in means])[todo])
+        lens = np.concatenate([ln for _, ln, _, _ in means])
         stop = np.cumsum(lens).tolist()
-        for r, a, b in zip(np.concatenate([g for g, _, _ in means]).tolist(), [0] + stop[:-1], stop):
+        for r, a, b in zip(np.concatenate([g for g, _, _, _ in means]).tolist(), [0] + stop[:-1], stop):
             results[r] = (logs[a:b], results[r])
     if fallback:
         if on_device:

@@ -172,6 +172,13 @@ def _logf_self_check() -> bool:
     return _LOGF_CHECKED[0]
 
 
+def logf_is_glibc() -> bool:
+    """Whether the C library's logf is glibc's (checked once): then a value's logf is glibc's double
+    steps rounded to float, as :func:`_logf_double` and the kernels' ``glibc_logf`` compute them, except
+    for values near a rounding boundary, which those leave to the C function."""
+    return _logf_self_check()
+
+
 def logf_array(values: np.ndarray) -> np.ndarray:
     """The C library's ``logf`` of every element (float32, flat), as HMMER computes it.
 
