@@ -688,7 +688,10 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             keys.append(k)
         total.host_s += host_s[0]
         tm = time.perf_counter()
-        threshold_hits(records, th, Z, db, flagged=True)
+        cols, parts = None, [k for k in keys if k]
+        if parts and None not in keys and all("nd" in k for k in parts):
+            cols = {name: np.concatenate([k[name] for k in parts]) for name in parts[0]}
+        threshold_hits(records, th, Z, db, flagged=True, cols=cols)
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
         mark("threshold_sort", tm)
     total.wall_s = time.perf_counter() - t_start
@@ -814,6 +817,14 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
             for dom in h.domains:
                 dom.reported = dom.included = drep[at]
                 at += 1
+    if keys:  # threshold_hits' inputs as arrays too: flags, and the domains' lnP and scores in record order
+        from .domains import _ranges
+
+        nd = pds.ndom[P]
+        di = _ranges(pds.dom_start[P], nd)
+        keys.update(reported=np.ones(len(P), dtype=bool),
+                    included=np.asarray(included, dtype=bool).reshape(len(P)), nd=nd, noverlaps=pds.noverlaps[P],
+                    dom_lnP=pds.dom["lnP"][di], dom_score=pds.dom["score"][di])
     return hits
 
 
@@ -833,20 +844,32 @@ def _first_max(values: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.n
 
 
 def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None,
-                   flagged: bool = False) -> None:
+                   flagged: bool = False, cols: dict | None = None) -> None:
     """p7_tophits_Threshold, per query model: flags, domZ, E-values; then the #h74 workaround.
 
     Vectorised over all hits and domains; E-values are ``exp(lnP) * Z`` (``* domZ``) with the C
     library's exp, as HMMER computes them.  ``flagged``: the hits' flags and E-values are already
-    set for this Z (:func:`make_hits` sets them), only the domains' are computed.
+    set for this Z (:func:`make_hits` sets them), only the domains' are computed; ``cols`` (with
+    ``flagged``): the records' values as arrays, as :func:`make_hits` puts them into its ``keys``
+    (model, reported, included, nd, noverlaps; dom_lnP, dom_score over their domains in order),
+    read instead of the records.
     """
     n = len(hits)
     if not n:
         return
-    model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=n)
+    if cols is not None and not (flagged and len(cols["model"]) == n):
+        cols = None
+
+    def column(name, objs, dtype):
+        if cols is not None:
+            return cols[name]
+        return np.fromiter(map(attrgetter(name[4:] if name.startswith("dom_") else name), objs), dtype=dtype,
+                           count=len(objs))
+
+    model = column("model", hits, np.int64)
     if flagged:
-        rep = np.fromiter(map(attrgetter("reported"), hits), dtype=bool, count=n)
-        inc = np.fromiter(map(attrgetter("included"), hits), dtype=bool, count=n)
+        rep = column("reported", hits, bool)
+        inc = column("included", hits, bool)
     elif not th.cut:
         score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
         evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
@@ -866,13 +889,15 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
         _, group = np.unique(model, return_inverse=True)
         domZ = np.bincount(group, weights=rep.astype(np.float64))[group]
     dom_lists = list(map(attrgetter("domains"), hits))
-    nd = np.fromiter(map(len, dom_lists), dtype=np.int64, count=n)
+    nd = cols["nd"] if cols is not None else np.fromiter(map(len, dom_lists), dtype=np.int64, count=n)
     doms = list(chain.from_iterable(dom_lists))
+    if len(doms) != int(nd.sum()):
+        raise ValueError("threshold_hits: the records' domains are not the columns' domains")
     dh = np.repeat(np.arange(n), nd)
-    e = _exp(np.fromiter(map(attrgetter("lnP"), doms), dtype=np.float64, count=len(doms)))
+    e = _exp(column("dom_lnP", doms, np.float64))
     c_evalue, i_evalue = e * domZ[dh], e * Z
     if not th.cut:
-        dscore = np.fromiter(map(attrgetter("score"), doms), dtype=np.float64, count=len(doms))
+        dscore = column("dom_score", doms, np.float64)
         drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
         dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
         for d, ce, ie, r, i in zip(doms, c_evalue.tolist(), i_evalue.tolist(), drep.tolist(), dinc.tolist()):
@@ -880,7 +905,7 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     else:
         for d, ce, ie in zip(doms, c_evalue.tolist(), i_evalue.tolist()):
             d.c_evalue, d.i_evalue = ce, ie
-    overlapping = np.fromiter(map(attrgetter("noverlaps"), hits), dtype=np.int64, count=n)
+    overlapping = column("noverlaps", hits, np.int64)
     for t in np.flatnonzero(overlapping).tolist():  # workaround_bug_h74: hide duplicate alignments from one cluster
         ds = dom_lists[t]
         for a in range(len(ds)):
