@@ -27,6 +27,57 @@ from hmmcascade import cascade, filters  # noqa: E402
 from run_benchmark import add_workload_arguments, open_workload  # noqa: E402
 
 
+class ThreadSampler:
+    """Every thread's stack every ``interval`` seconds (sys._current_frames), counted per thread by
+    innermost frame and by innermost frame in hmmcascade's code: where each thread's wall time goes,
+    waits included (a thread blocked in an OpenCL read shows that line)."""
+
+    def __init__(self, interval: float):
+        import threading
+
+        self.interval, self.samples, self.names = interval, {}, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        import threading
+
+        me = threading.get_ident()
+        while not self._stop.wait(self.interval):
+            self.names.update((th.ident, th.name) for th in threading.enumerate())
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                leaf = f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}:{frame.f_lineno}"
+                ours, f = None, frame
+                while f is not None:
+                    if "hmmcascade" in f.f_code.co_filename:
+                        ours = f"{Path(f.f_code.co_filename).name}:{f.f_code.co_name}:{f.f_lineno}"
+                        break
+                    f = f.f_back
+                d = self.samples.setdefault(ident, ({}, {}))
+                d[0][leaf] = d[0].get(leaf, 0) + 1
+                d[1][ours] = d[1].get(ours, 0) + 1
+
+    def report(self, buf, top: int):
+        print(f"\n---- thread samples every {self.interval * 1e3:.1f} ms (seconds = samples x interval) ----",
+              file=buf)
+        for ident, (leaf, ours) in sorted(self.samples.items(), key=lambda kv: -sum(kv[1][0].values())):
+            n = sum(leaf.values())
+            print(f"\n  thread {self.names.get(ident, ident)}: {n} samples ({n * self.interval:.2f} s)", file=buf)
+            for title, d in (("innermost hmmcascade line", ours), ("innermost frame", leaf)):
+                print(f"    by {title}:", file=buf)
+                for key, c in sorted(d.items(), key=lambda kv: -kv[1])[:top]:
+                    print(f"      {c * self.interval:7.3f}s {100 * c / n:5.1f}%  {key}", file=buf)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_workload_arguments(ap)
@@ -44,6 +95,9 @@ def main() -> int:
     ap.add_argument("--serial", action="store_true",
                     help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
+    ap.add_argument("--sample", type=float, default=None, metavar="SECONDS",
+                    help="instead of cProfile: sample every thread's stack at this interval (wall time per "
+                         "thread, by innermost frame and by innermost hmmcascade function)")
     args = ap.parse_args()
 
     if args.batches:
@@ -101,10 +155,17 @@ def main() -> int:
 
         cascade.ThreadPoolExecutor = DeferredPool
     prof = cProfile.Profile()
+    sampler = ThreadSampler(args.sample) if args.sample else None
     t = time.perf_counter()
-    prof.enable()
+    if sampler:
+        sampler.start()
+    else:
+        prof.enable()
     res = cascade.search(db, seqs, dev)
-    prof.disable()
+    if sampler:
+        sampler.stop()
+    else:
+        prof.disable()
     wall = time.perf_counter() - t
     cascade.Cascade.__init__ = init
 
@@ -150,11 +211,14 @@ def main() -> int:
             print(f"      {r[1]:8.4f}s jobs {r[2]:7d} max job {r[3]:.3e} cells, all {r[4]:.3e} "
                   f"({r[4] / max(r[1], 1e-12) / 1e9:.1f} GCUPS)", file=buf)
     cascade.ThreadPoolExecutor = real_pool
-    for key in ("tottime", "cumulative"):
+    if sampler:
+        sampler.report(buf, args.top)
+    for key in (("tottime", "cumulative") if not sampler else ()):
         print(f"\n---- by {key} ----", file=buf)
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(args.top)
-    print("\n---- callers of the functions with the most own time ----", file=buf)
-    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_callers(8)
+    if not sampler:
+        print("\n---- callers of the functions with the most own time ----", file=buf)
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_callers(8)
     text = buf.getvalue()
     print(text)
     if args.out:
