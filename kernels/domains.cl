@@ -1267,3 +1267,40 @@ __kernel void envelope_wg(
 #undef PW_C
 #undef PW_NAME
 #undef PW_TGLOBAL
+
+/* envelope_warp<C>: envelope_wg's outputs (to float rounding), one warp per envelope, C nodes per
+ * lane in registers (see envelope_warp.h and warp.h). */
+#define EW_C 4
+#define EW_NAME envelope_warp4
+#include "envelope_warp.h"
+#undef EW_C
+#undef EW_NAME
+#define EW_C 8
+#define EW_NAME envelope_warp8
+#include "envelope_warp.h"
+#undef EW_C
+#undef EW_NAME
+#define EW_C 12
+#define EW_NAME envelope_warp12
+#include "envelope_warp.h"
+#undef EW_C
+#undef EW_NAME
+#define EW_C 16
+#define EW_NAME envelope_warp16
+#include "envelope_warp.h"
+#undef EW_C
+#undef EW_NAME
+#define EW_C 24
+#define EW_NAME envelope_warp24
+#define EW_TGLOBAL 1
+#include "envelope_warp.h"
+#undef EW_C
+#undef EW_NAME
+#undef EW_TGLOBAL
+#define EW_C 32
+#define EW_NAME envelope_warp32
+#define EW_TGLOBAL 1
+#include "envelope_warp.h"
+#undef EW_C
+#undef EW_NAME
+#undef EW_TGLOBAL

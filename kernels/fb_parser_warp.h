@@ -11,10 +11,10 @@
  * Forward: forward_pass's rows, as forward_warp computes them (D chain by a scan over the lanes,
  * E by a butterfly sum), with forward_pass's rescaling (the row times 1/E, the specials divided).
  *
- * Backward: backward_pass's rows, descending, the D chain D(i,k) = a_k + D(i,k+1) tDD_k
- * (a_k = M(i+1,k+1) e tDM_{k+1} + E(i)) by a scan from the last lane down; M(i,k) then takes
- * D(i,k+1); B(i-1) is the warp sum of M(i,k) e(x_i,k) tBM_k.  Scale factors as backward_pass:
- * the Forward's, or its own once B exceeds 1e16.
+ * Backward: backward_pass's rows, descending (backward_row.h: the D chain D(i,k) = a_k +
+ * D(i,k+1) tDD_k, a_k = M(i+1,k+1) e tDM_{k+1} + E(i), by a scan from the last lane down; M(i,k)
+ * then takes D(i,k+1)); B(i-1) is the warp sum of M(i,k) e(x_i,k) tBM_k.  Scale factors as
+ * backward_pass: the Forward's, or its own once B exceeds 1e16.
  *
  * The sums inside a row run in another order than fb_parser's, so values agree with it (and with
  * HMMER) to float rounding, as fb_parser's own agree with HMMER's striped order; the decoding
@@ -161,65 +161,17 @@ void PW_NAME(
         }
         const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
         /* row i from row i+1 (Mc, Ic: final, scaled; none at row L) */
-        float mpn[PW_C];                           /* M(i+1,k) e(x_{i+1},k) */
-        if (i < L) {
-            PW_EMIS(x[i])
-#pragma unroll
-            for (int jj = 0; jj < PW_C; jj++) mpn[jj] = Mc[jj] * e[jj];
-        } else {
-#pragma unroll
-            for (int jj = 0; jj < PW_C; jj++) mpn[jj] = 0.0f;
-        }
-        const float mpn_up = fw_down(mpn[0], 1, lane, tmp);
-        const float mpv_top = lane < 31 ? mpn_up : 0.0f;  /* node k0+C's */
-        /* D chain, descending: D(k) = a_k + D(k+1) tDD_k; the lane's map from D(k0+C), scanned down */
-        float av[PW_C];
-#pragma unroll
-        for (int jj = 0; jj < PW_C; jj++) {
-            const float mnext = jj < PW_C - 1 ? mpn[jj + 1] : mpv_top;
-            const float tdm = jj < PW_C - 1 ? TRV(T_DM, jj + 1) : tDMn;
-            av[jj] = (k0 + jj <= M) ? (mnext * tdm + xE) : 0.0f;
-        }
-        float A = av[PW_C - 1];
-#pragma unroll
-        for (int jj = PW_C - 2; jj >= 0; jj--) A = av[jj] + A * TRV(T_DD, jj);
-#pragma unroll
-        for (int st = 0; st < 5; st++) {
-            const int d = 1 << st;
-            const float o = fw_down(A, d, lane, tmp);
-            if (lane + d < 32) A = A + o * Pdn[st];
-        }
-        const float dtop_ = fw_down(A, 1, lane, tmp);
-        float dnext = lane < 31 ? dtop_ : 0.0f;    /* D(i, k0+C), unscaled */
-        float bs = 0.0f;
-        const int up = (i >= 2);
-        if (up) PW_EMIS(x[i - 1])                  /* x_i, for B(i-1) */
-#pragma unroll
-        for (int jj = PW_C - 1; jj >= 0; jj--) {
-            const float mnext = jj < PW_C - 1 ? mpn[jj + 1] : mpv_top;
-            const float tim = jj < PW_C - 1 ? TRV(T_IM, jj + 1) : tIMn;
-            const float tmm = jj < PW_C - 1 ? TRV(T_MM, jj + 1) : tMMn;
-            if (k0 + jj > M) {
-                Mc[jj] = 0.0f; Ic[jj] = 0.0f; Dc[jj] = 0.0f;
-            } else {
-                const float ipv = Ic[jj];
-                const float dv = av[jj] + dnext * TRV(T_DD, jj);
-                float mv = ipv * TRV(T_MI, jj) + mnext * tmm;
-                mv = mv + xE;
-                mv = mv + dnext * TRV(T_MD, jj);
-                Ic[jj] = (ipv * TRV(T_II, jj) + mnext * tim) * s;
-                Mc[jj] = mv * s;
-                Dc[jj] = dv * s;
-                dnext = dv;
-                if (up) bs = bs + (Mc[jj] * e[jj]) * TRV(T_BM, jj);
-            }
-        }
+#define BR_C PW_C
+#define BR_EMIS PW_EMIS
+#include "backward_row.h"
+#undef BR_C
+#undef BR_EMIS
         if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
         if (lane == 0) {
             __global float *r = rp + 16 * (long) i + R_BX;
             r[XSCALE] = sc; r[XE] = xE; r[XN] = xN; r[XJ] = xJ; r[XB] = xB; r[XC] = xC;
         }
-        xbn = up ? fw_sum(bs, lane, tmp) : 0.0f;
+        xbn = row_up ? fw_sum(row_bs, lane, tmp) : 0.0f;
     }
     {   /* row 0: only N and B; B from row 1's M cells */
         PW_EMIS(x[0])

@@ -13,6 +13,9 @@
 4. The host's launch plan never lets two jobs' scratch overlap.
 5. fb_parser_warp (a warp per pair) gives fb_parser's regions, and its scores and posteriors to
    float rounding.
+6. envelope_wg (a work-group per envelope) gives envelope's results bit for bit; envelope_warp (a
+   warp per envelope) to float rounding, with the same OA traces; on the warp path long models go
+   to envelope_wg and envelope, results in job order.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 import pytest
 
 from hmmcascade import cascade, domains
-from hmmcascade.filters import DeviceBatch
+from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
 from hmmcascade.io import SequenceSet
 from hmmcascade.profiles import length_params
 
@@ -133,7 +136,8 @@ def test_interleaved_layout_equals_contiguous(setup, device, default_db, budget)
     assert ra == rb and np.array_equal(_bits(na), _bits(nb)) and np.array_equal(_bits(ia), _bits(ib))
     s, m, i, length, xfm, multi = _envelope_jobs(flat, batch, ps, pm, ra)
     assert len(s) > 300 and multi.sum() > 50
-    _same_envelopes(flat.envelopes(batch, s, m, i, length, xfm, 1), inter.envelopes(batch, s, m, i, length, xfm, 1), 1)
+    _same_envelopes(flat.envelopes(batch, s, m, i, length, xfm, 1, path="serial"),
+                    inter.envelopes(batch, s, m, i, length, xfm, 1, path="serial"), 1)
     xm = flat._multihit_xfm(batch.params, s[multi])
     args = (batch, s[multi], m[multi], i[multi], length[multi], xm, 0)
     _same_envelopes(flat.envelopes(*args), inter.envelopes(*args), 0)
@@ -219,7 +223,7 @@ def wg_jobs(setup, device, default_db):
     x2 = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(s2), F32), np.zeros(len(s2), F32)], axis=1)
     jobs = (np.concatenate([s, s2]), np.concatenate([m, m2]), np.concatenate([i, np.ones(len(s2), np.int64)]),
             np.concatenate([length, L2]), np.concatenate([xfm, x2]))
-    ref = eng.envelopes(batch, *jobs, 1)
+    ref = eng.envelopes(batch, *jobs, 1, path="serial")  # (the reference: a GPU's default is "warp")
     assert sum(r is not None for r in ref) > 500 and (jobs[3] == 1).any() and jobs[3].max() > 500
     return casc, batch, jobs, ref
 
@@ -276,3 +280,84 @@ def test_warp_decode_equals_serial(setup, device, default_db):
     np.testing.assert_allclose(nb, na, rtol=1e-5, atol=1e-4)
     for p in range(len(ps)):
         np.testing.assert_allclose(pb[p], pa[p], rtol=1e-5, atol=1e-4, err_msg=str(p))
+
+
+
+def _forced_runs(force):
+    """warp_runs with each run's chunk size raised to at least ``force`` (models of M <= 32 C nodes
+    run on any larger C too: small models on the large-C variants, most of their lanes empty)."""
+    def runs(words):
+        for a, b, c in warp_runs(words):
+            yield a, b, max(c, force)
+    return runs
+
+
+def _count_launches(eng, attr, per_job=32):
+    """Wrap eng.<attr> (a kernel, or a dict of kernels by chunk size) to record (kernel, jobs) per
+    launch: its global size over ``per_job`` work-items per job."""
+    calls = []
+    k = getattr(eng, attr)
+    if isinstance(k, dict):
+        for c, kern in list(k.items()):
+            k[c] = (lambda c, kern: lambda *a: calls.append((c, a[1][0] // per_job)) or kern(*a))(c, kern)
+    else:
+        setattr(eng, attr, lambda *a: calls.append((attr, a[1][0] // per_job)) or k(*a))
+    return calls
+
+
+@pytest.mark.parametrize("force", [0, 16, 32])
+def test_warp_envelope_kernel_equals_serial(wg_jobs, device, default_db, monkeypatch, force):
+    """envelope_warp<C> (a warp per envelope, C nodes per lane) against envelope on wg_jobs (1,013
+    envelopes; models of 13..1,021 nodes, so every C; L = 1..4,560).  Its Forward and Backward sum
+    inside a row in another order (scans, butterflies), so values agree to float rounding; decoding,
+    null2 and the OA recurrence are the same float expressions of those.  Measured on PoCL
+    (2026-11-21): envsc within 1.6e-5 nats (4.2e-7 relative), oasc within 1.8e-3 (1.7e-6
+    relative: sums of up to 4,500 posteriors), null2 odds within 1.9e-6 relative, posteriors within
+    3.2e-6, and 0 of 1,013 OA traces different; the bounds below leave ~5x (traces: 3 near-ties)."""
+    casc, batch, jobs, ref = wg_jobs
+    monkeypatch.setattr(domains, "warp_runs", _forced_runs(force))
+    eng = _path_engine(casc, device, default_db, "warp")
+    calls = _count_launches(eng, "k_env_warp")
+    got = eng.envelopes(batch, *jobs, 1)
+    assert sum(n for _, n in calls) == len(ref)  # every envelope on a warp kernel
+    used = {c for c, _ in calls}
+    assert used == ({c for c in VIT_WARP_C if c >= force} if force else set(VIT_WARP_C))
+    differ = 0
+    for t, (x, y) in enumerate(zip(ref, got)):
+        assert (x is None) == (y is None), t
+        if x is None:
+            continue
+        np.testing.assert_allclose(y["envsc"], x["envsc"], rtol=2e-6, atol=1e-4, err_msg=str(t))
+        np.testing.assert_allclose(y["oasc"], x["oasc"], rtol=1e-5, atol=1e-4, err_msg=str(t))
+        np.testing.assert_allclose(y["null2"], x["null2"], rtol=1e-5, err_msg=str(t))
+        if all(np.array_equal(x[key], y[key]) for key in ("st", "k", "i")):
+            np.testing.assert_allclose(y["pp"], x["pp"], rtol=0, atol=2e-5, err_msg=str(t))
+        else:
+            differ += 1
+    assert sum(r is not None for r in ref) > 1000 and differ <= 3
+
+
+def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, default_db, monkeypatch):
+    """On the warp path, models longer than 32 * max(VIT_WARP_C) nodes go to envelope_wg, and those
+    whose rows do not fit its local memory on to envelope; results come back in job order, as dicts
+    and as arrays.  Here with chunk sizes up to 8 (warp for M <= 256) and a local memory for W <= 512:
+    the warp jobs equal a warp-only run's, the others envelope's, bit for bit."""
+    casc, batch, jobs, ref = wg_jobs
+    warp_only = _path_engine(casc, device, default_db, "warp").envelopes(batch, *jobs, 1)
+    monkeypatch.setattr(domains, "VIT_WARP_C", (4, 8))
+    monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: 4 * (3 * 512 + 8) + 1024))
+    eng = _path_engine(casc, device, default_db, "warp")
+    M = default_db.M[jobs[1]]
+    W = (M + 3) // 4 * 4
+    kinds = {"warp": M <= 256, "wg": (M > 256) & (W <= 512), "serial": W > 512}
+    assert all(v.sum() > 30 for v in kinds.values())
+    calls = {"warp": _count_launches(eng, "k_env_warp"), "wg": _count_launches(eng, "k_env_wg"),
+             "serial": _count_launches(eng, "k_env", 1)}  # (one job per work-group here: interleave 1)
+    want = [w if k else r for w, r, k in zip(warp_only, ref, kinds["warp"].tolist())]
+    _same_envelopes(want, eng.envelopes(batch, *jobs, 1), 1)
+    assert {k: sum(n for _, n in v) for k, v in calls.items()} == {k: int(v.sum()) for k, v in kinds.items()}
+    # as arrays (the search's form, lazily as the search asks): the three kernels' parts in job order
+    arr, want = eng.envelopes(batch, *jobs, 1, traces=False, lazy=True)(), domains.EnvelopeResults.from_dicts(want)
+    for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
+        assert np.array_equal(getattr(arr, f), getattr(want, f)), f
+    assert all(np.array_equal(a, b) for a, b in zip(arr.cols, want.cols))

@@ -306,11 +306,14 @@ class DomainEngine:
         self.k_parser = dev.kernel("domains", "fb_parser")
         self.k_env = dev.kernel("domains", "envelope")
         self.k_env_wg = dev.kernel("domains", "envelope_wg")
-        #: envelope rescoring (mode 1): "wg" (envelope_wg, a work-group per envelope; default on GPUs)
-        #: or "serial" (envelope, a work-item per envelope; default on CPUs).  Same results, bit for bit.
-        self.envelope_path = (os.environ.get("HMMCASCADE_ENVELOPE") or ("wg" if dev.is_gpu else "serial")).lower()
-        if self.envelope_path not in ("wg", "serial"):
-            raise ValueError("envelope path (HMMCASCADE_ENVELOPE) must be 'wg' or 'serial', "
+        self.k_env_warp = {c: dev.kernel("domains", f"envelope_warp{c}") for c in VIT_WARP_C}
+        #: envelope rescoring (mode 1): "warp" (envelope_warp<C>, a warp per envelope, for models of
+        #: up to 32 * max(VIT_WARP_C) nodes, envelope_wg for longer ones; default on GPUs), "wg"
+        #: (envelope_wg, a work-group per envelope) or "serial" (envelope, a work-item per envelope;
+        #: default on CPUs).  "wg" and "serial" give the same results bit for bit, "warp" to float rounding.
+        self.envelope_path = (os.environ.get("HMMCASCADE_ENVELOPE") or ("warp" if dev.is_gpu else "serial")).lower()
+        if self.envelope_path not in ("warp", "wg", "serial"):
+            raise ValueError("envelope path (HMMCASCADE_ENVELOPE) must be 'warp', 'wg' or 'serial', "
                              f"got {self.envelope_path!r}")
         #: posterior decoding: "warp" (fb_parser_warp<C>, a warp per pair, for models of up to
         #: 32 * max(VIT_WARP_C) nodes, fb_parser for longer ones; default on GPUs) or "serial"
@@ -458,7 +461,7 @@ class DomainEngine:
         (the search's way) it gives the same as arrays, :class:`EnvelopeResults`, with only the
         trace columns an alignment display shows, taken from each launch's output at once.
         mode 0 gives per job ``(F [Ld+1, 3, W], fx [Ld+1, 6], envsc)``.  ``path``: mode 1's kernel,
-        "wg" or "serial" (default :attr:`envelope_path`).  ``lazy`` (with the arrays): a function
+        "warp", "wg" or "serial" (default :attr:`envelope_path`).  ``lazy`` (with the arrays): a function
         that puts the :class:`EnvelopeResults` together from the launches' pieces (the search calls
         it in its records thread, off the path from one batch's launches to the next's).
         """
@@ -471,14 +474,18 @@ class DomainEngine:
         cl = _cl()
         seq = np.asarray(seq, dtype=np.int64)
         model = np.asarray(model, dtype=np.int64)
-        use_wg = mode == 1 and (path or self.envelope_path) == "wg"
-        if use_wg:  # longer models than envelope_wg's local rows hold go to the serial kernel
-            fits = _env_wg_local_bytes(self._W[model]) <= self.dev.local_mem_bytes - 1024
+        kernel = (path or self.envelope_path) if mode == 1 else "serial"
+        use_wg, use_warp = kernel == "wg", kernel == "warp"
+        if use_wg or use_warp:
+            if use_warp:  # longer models than the warp kernels' registers hold go to envelope_wg
+                fits, other = self.db.M[model] <= 32 * max(VIT_WARP_C), "wg"
+            else:  # longer models than envelope_wg's local rows hold go to the serial kernel
+                fits, other = _env_wg_local_bytes(self._W[model]) <= self.dev.local_mem_bytes - 1024, "serial"
             if not fits.all():
                 parts = [(idx, self.envelopes(batch, seq[idx], model[idx], np.asarray(start)[idx],
                                               np.asarray(length)[idx], np.asarray(xfm)[idx], mode, traces, kind,
                                               lazy))
-                         for idx, kind in ((np.flatnonzero(~fits), "serial"), (np.flatnonzero(fits), "wg"))]
+                         for idx, kind in ((np.flatnonzero(~fits), other), (np.flatnonzero(fits), kernel))]
                 if arrays and lazy:
                     return lambda: EnvelopeResults.combine(n, [(idx, part()) for idx, part in parts])
                 if arrays:
@@ -501,8 +508,15 @@ class DomainEngine:
         queues = self.dev.queues() if mode == 1 else [self.dev.queue]
         nq = len(queues)
         budget = self.launch_budget(nq)
-        launches, job_off = self._launches(lane_need, interleave=(mode == 1 and not use_wg), extra=5 * cap,
-                                           budget_bytes=budget)
+        # runs of the sorted jobs: envelope_warp<C> per chunk size C (chunk[launch] = C), or one run
+        # of the kernel chosen (chunk 0)
+        runs = list(warp_runs(Ws // 4)) if use_warp else [(0, len(Ws), 0)]
+        launches, chunk, job_off = [], [], np.zeros(len(Ws), dtype=np.int64)
+        for a, b, c in runs:
+            run, job_off[a:b] = self._launches(lane_need[a:b], interleave=(mode == 1 and not use_wg and not c),
+                                               extra=5 * cap[a:b], budget_bytes=budget)
+            launches += [(a + j0, a + j1, ls, f) for j0, j1, ls, f in run]
+            chunk += [c] * len(run)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
         slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4])
@@ -574,7 +588,9 @@ class DomainEngine:
                       msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
                       scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info, d_disp, d_cols)
             lw = None
-            if use_wg:  # a work-group per envelope, its chains' operands in local memory
+            if chunk[li]:  # a warp per envelope, C nodes per lane
+                ev = self.k_env_warp[chunk[li]](q, (k * 32,), (32,), *common)
+            elif use_wg:  # a work-group per envelope, its chains' operands in local memory
                 lw = cl.LocalMemory(_env_wg_local_bytes(int(Ws[j0:j1].max())))
                 ev = self.k_env_wg(q, (k * ENVELOPE_WG,), (ENVELOPE_WG,), *common, lw)
             else:
