@@ -546,11 +546,10 @@ class DomainEngine:
                 comp = self.dev.read_async(keep[2], np.int32, 4 * int(disp[2 * k]), q)()
                 comp = comp.reshape(-1, 4)
                 good = ncol > 0
-                idx = _ranges(base[good], ncol[good])
+                # (the columns are gathered when first read: EnvelopeResults.cols)
                 pieces.append(dict(job=order[j0:j1][v], envsc=info[v, 0].astype(np.float64),
                                    oasc=info[v, 1].astype(np.float64), null2=n2w[v], shown=good, ncol=ncol,
-                                   cols=(comp[idx, 0].astype(np.uint8), comp[idx, 1], comp[idx, 2],
-                                         comp[idx, 3].view(F32))))
+                                   cols=(comp, base[good])))
                 return
             tr, pp = out[3:]
             st, kk, ii = tr[:, 0].copy(), tr[:, 1].copy(), tr[:, 2].copy()
@@ -977,7 +976,10 @@ class EnvelopeResults:
     ``valid``: the job has a result (no decoding overflow, the traceback done); ``envsc``, ``oasc``
     (float64 of the kernel's float32), ``null2`` ([n, 20] float32, before degeneracy averaging);
     ``shown``: valid, with an alignment to display; ``ncol``: its displayed trace columns, which
-    ``cols`` = (st uint8, k int32, i int32, pp float32) hold job after job.
+    :attr:`cols` = (st uint8, k int32, i int32, pp float32) hold job after job; ``first`` and
+    ``last``: each shown job's first and last displayed column (rows st, k, i, pp bits as int32),
+    in job order.  The columns themselves are put together when first read (alignment displays;
+    the scores and coordinates need only ``first`` and ``last``).
     """
 
     valid: np.ndarray
@@ -986,15 +988,26 @@ class EnvelopeResults:
     null2: np.ndarray
     shown: np.ndarray
     ncol: np.ndarray
-    cols: tuple
+    first: np.ndarray
+    last: np.ndarray
+    lazy_cols: tuple  #: the columns' tuple, or :meth:`column_rows` until they are first read
 
     def __len__(self) -> int:
         return len(self.valid)
 
+    @property
+    def cols(self) -> tuple:
+        if len(self.lazy_cols) == 2:
+            rows, start = self.lazy_cols
+            self.lazy_cols = _gather_columns(rows, start, self.ncol[self.shown])
+        return self.lazy_cols
+
     @classmethod
     def from_pieces(cls, n: int, pieces: list) -> "EnvelopeResults":
         """From per-launch pieces (dicts: ``job`` (valid jobs' numbers), ``envsc``, ``oasc``, ``null2``,
-        ``shown``, ``ncol`` over those jobs, ``cols`` of their shown columns in piece order)."""
+        ``shown``, ``ncol`` over those jobs; ``cols``: their shown columns in piece order, as a tuple
+        (st, k, i, pp), or as ``(rows, starts)``: [m, 4] int32 rows (st, k, i, pp bits) and where
+        each shown job's columns start among them)."""
         def cat(key, dtype, shape=()):
             parts = [p[key] for p in pieces]
             return np.concatenate(parts) if parts else np.zeros((0,) + shape, dtype=dtype)
@@ -1008,17 +1021,35 @@ class EnvelopeResults:
             arr = np.zeros((n,) + shape, dtype=dtype)
             arr[job] = cat(key, dtype, shape)
             out[key] = arr
+        rows, starts = [], []  # all pieces' row arrays; per piece its shown jobs' first rows among them
+        for p in pieces:
+            c, base = p["cols"], sum(map(len, rows))
+            if isinstance(c, tuple) and len(c) == 4:
+                rows.append(np.stack([np.asarray(c[0]).astype(np.int32), np.asarray(c[1], dtype=np.int32),
+                                      np.asarray(c[2], dtype=np.int32), np.asarray(c[3], dtype=F32).view(np.int32)],
+                                     axis=1).reshape(-1, 4))
+                starts.append(base + _starts(np.asarray(p["ncol"], dtype=np.int64)[p["shown"]]))
+            else:
+                more, st = c
+                rows += [np.asarray(r, dtype=np.int32).reshape(-1, 4) for r in
+                         (more if isinstance(more, list) else [more])]
+                starts.append(base + np.asarray(st, dtype=np.int64))
         shown_piece = cat("shown", bool)
         sjob = job[shown_piece]  # shown jobs, piece order (their columns' order in the pieces)
         sn = cat("ncol", np.int64)[shown_piece]
         perm = np.argsort(sjob, kind="stable")
-        idx = _ranges(_starts(sn)[perm], sn[perm])
-        cols = []
-        for c, dtype in enumerate((np.uint8, np.int32, np.int32, F32)):
-            parts = [p["cols"][c] for p in pieces]
-            flat = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-            cols.append(flat[idx])
-        return cls(valid=valid, cols=tuple(cols), **out)
+        gstart = (np.concatenate(starts) if starts else np.zeros(0, np.int64))[perm]
+        sn = sn[perm]
+        return cls(valid=valid, first=_take_rows(rows, gstart), last=_take_rows(rows, gstart + sn - 1),
+                   lazy_cols=(rows, gstart), **out)
+
+    def column_rows(self) -> tuple:
+        """The displayed columns as ``(rows, starts)`` (a list of [m, 4] int32 arrays: st, k, i, pp
+        bits; each shown job's first row in their concatenation, in job order), not put together."""
+        if len(self.lazy_cols) == 2:
+            return self.lazy_cols
+        return [np.stack([self.lazy_cols[0].astype(np.int32), self.lazy_cols[1], self.lazy_cols[2],
+                          self.lazy_cols[3].view(np.int32)], axis=1)], _starts(self.ncol[self.shown])
 
     @classmethod
     def combine(cls, n: int, parts: list) -> "EnvelopeResults":
@@ -1027,7 +1058,7 @@ class EnvelopeResults:
         for idx, r in parts:
             v = np.flatnonzero(r.valid)
             pieces.append(dict(job=np.asarray(idx)[v], envsc=r.envsc[v], oasc=r.oasc[v], null2=r.null2[v],
-                               shown=r.shown[v], ncol=r.ncol[v], cols=r.cols))
+                               shown=r.shown[v], ncol=r.ncol[v], cols=r.column_rows()))
         return cls.from_pieces(n, pieces)
 
     @classmethod
@@ -1041,6 +1072,26 @@ class EnvelopeResults:
                      null2=np.array([r["null2"] for r in res], dtype=F32).reshape(-1, 20), shown=ok, ncol=ncol,
                      cols=cols)
         return cls.from_pieces(len(env), [piece])
+
+
+def _take_rows(rows: list, idx: np.ndarray) -> np.ndarray:
+    """Rows ``idx`` of the concatenation of ``rows`` ([m, 4] arrays), without concatenating them."""
+    out = np.zeros((len(idx), 4), dtype=np.int32)
+    ends = np.cumsum([len(r) for r in rows])
+    which = np.searchsorted(ends, idx, side="right")
+    for a, r in enumerate(rows):
+        sel = np.flatnonzero(which == a)
+        if len(sel):
+            out[sel] = r[idx[sel] - (ends[a] - len(r))]
+    return out
+
+
+def _gather_columns(rows: list, start: np.ndarray, ncol: np.ndarray) -> tuple:
+    """(st uint8, k int32, i int32, pp float32) of ``ncol[t]`` columns from ``start[t]`` of the
+    concatenated ``rows`` ([m, 4] int32 each: st, k, i, pp bits), t after t."""
+    allrows = np.concatenate(rows) if rows else np.zeros((0, 4), dtype=np.int32)
+    r = allrows[_ranges(start, ncol)]
+    return r[:, 0].astype(np.uint8), r[:, 1].copy(), r[:, 2].copy(), r[:, 3].copy().view(F32)
 
 
 def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
@@ -1077,6 +1128,11 @@ def _displayed_columns(res: list, chunk: int = 1 << 20) -> tuple:
             arr[at: at + m] = np.concatenate(list(map(itemgetter(key), part)))[shown]
         at += m
     return ok, ncol, tuple(arr[:at] for arr in out)
+
+
+def _alignment_lines_of(env: EnvelopeResults, tables, residues, ncol, model, res_base) -> dict:
+    """:func:`alignment_lines` of the envelope results' displayed columns (put together now)."""
+    return alignment_lines(tables, residues, *env.cols, ncol, model, res_base)
 
 
 def alignment_lines(tables: DisplayTables, residues: np.ndarray, st: np.ndarray, k: np.ndarray, i: np.ndarray,
@@ -1237,7 +1293,7 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
         env = EnvelopeResults.from_dicts(list(env)) if J else EnvelopeResults.from_pieces(0, [])
     vj = np.flatnonzero(env.valid)
     envsc, oasc = env.envsc[vj], env.oasc[vj]
-    ok, ncol, cols = env.shown[vj], env.ncol[vj], env.cols
+    ok, ncol = env.shown[vj], env.ncol[vj]
 
     # kept domains (an envelope with a displayable alignment), in job order
     dv = np.flatnonzero(ok)  # into the valid jobs
@@ -1345,13 +1401,10 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
 
     # alignment displays: coordinates now, the text lines from the displayed columns when first read
     ncol = ncol[dv]
-    c_end = np.cumsum(ncol)
-    c_start = c_end - ncol
-    col_st, col_k, col_i, col_pp = cols
-    lines = AlignmentLines.deferred(partial(alignment_lines, tables, seqs.residues, col_st, col_k, col_i, col_pp,
-                                            ncol, mdl, seq_off[pair_seq[dpair]] + di - 2))
-    hmm_from, hmm_to = col_k[c_start], col_k[c_end - 1]
-    r_from, r_to = col_i[c_start].astype(np.int64), col_i[c_end - 1].astype(np.int64)
+    lines = AlignmentLines.deferred(partial(_alignment_lines_of, env, tables, seqs.residues, ncol, mdl,
+                                            seq_off[pair_seq[dpair]] + di - 2))
+    hmm_from, hmm_to = env.first[:, 1], env.last[:, 1]  # (the shown jobs, in job order: the domains')
+    r_from, r_to = env.first[:, 2].astype(np.int64), env.last[:, 2].astype(np.int64)
     dom = {
         "env_from": di, "env_to": dj_end, "score": dscore.astype(np.float64),
         "bias": dombias.astype(np.float64) * 1.44269504088896341,  # printed as bits: dombias * eslCONST_LOG2R
