@@ -687,6 +687,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             records.extend(hits)
             keys.append(k)
         total.host_s += host_s[0]
+        total.kernel_s["domains"] += cascade.domains.late_kernel_s  # envelope launches read in the records thread
         tm = time.perf_counter()
         cols, parts = None, [k for k in keys if k]
         if parts and None not in keys and all("nd" in k for k in parts):

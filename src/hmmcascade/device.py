@@ -135,10 +135,20 @@ class Device:
     device: object
     _lock: object = field(default_factory=threading.RLock, repr=False, compare=False)
 
-    #: ``hook()`` is called in :meth:`read_async`'s ``read()`` before it waits: the search starts
-    #: the next batch's MSV launches there, so that the device has work queued while the host
-    #: works on what it reads (None: nothing)
-    wait_hook = None
+    _wait_hook = None
+    _wait_hook_thread = None
+
+    @property
+    def wait_hook(self):
+        """``hook()`` is called in :meth:`read_async`'s ``read()`` before it waits: the search starts
+        the next batch's MSV launches there, so that the device has work queued while the host
+        works on what it reads (None: nothing).  Only reads in the thread that set the hook call
+        it (reads in the search's records thread must not start launches)."""
+        return self._wait_hook if self._wait_hook_thread == threading.get_ident() else None
+
+    @wait_hook.setter
+    def wait_hook(self, hook) -> None:
+        self._wait_hook, self._wait_hook_thread = hook, threading.get_ident()
 
     @property
     def name(self) -> str:
@@ -324,17 +334,28 @@ class Device:
                                         np.uint8)
         return Pinned((buf, host), int(nbytes), free)
 
-    def read_async(self, buf, dtype, count: int, queue=None, offset: int = 0, keep=()):
+    @property
+    def copy_queue(self):
+        """A queue for reads only: a read there waits for the events it is given (``wait_for``),
+        not for the launches queued on :attr:`queue` since (they use other buffers)."""
+        with self._lock:
+            if "_copy_queue" not in self.__dict__:
+                self._copy_queue = _cl().CommandQueue(self.ctx)
+            return self._copy_queue
+
+    def read_async(self, buf, dtype, count: int, queue=None, offset: int = 0, keep=(), wait_for=None):
         """Start reading ``count`` values of ``dtype`` from byte ``offset`` of ``buf`` (after what
-        ``queue``, default :attr:`queue`, has before it) into page-locked memory; returns ``read``:
-        ``read()`` waits and gives an ordinary array (a copy; the page-locked memory goes back to
-        the pool).  ``buf`` and the objects in ``keep`` stay referenced by ``read``."""
+        ``queue``, default :attr:`queue`, has before it, and after the events ``wait_for``) into
+        page-locked memory; returns ``read``: ``read()`` waits and gives an ordinary array (a
+        copy; the page-locked memory goes back to the pool).  ``buf`` and the objects in ``keep``
+        stay referenced by ``read``."""
         cl = _cl()
         nbytes = max(int(count), 0) * np.dtype(dtype).itemsize
         if nbytes == 0:
             return lambda: np.empty(0, dtype=dtype)
         pin = self.pinned(nbytes)
-        ev = cl.enqueue_copy(queue or self.queue, pin.array, buf, src_offset=int(offset), is_blocking=False)
+        ev = cl.enqueue_copy(queue or self.queue, pin.array, buf, src_offset=int(offset), is_blocking=False,
+                             wait_for=wait_for)
 
         def read(_hold=(buf, keep)) -> np.ndarray:
             hook = self.wait_hook

@@ -26,6 +26,7 @@ see ``kernels/domains.cl`` for what is exact and what agrees to rounding.
 from __future__ import annotations
 
 import math
+import threading
 import time
 import os
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ import numpy as np
 from . import stats
 from .device import Device, _cl
 from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch,
-                      mark, warp_runs)
+                      mark, union_seconds, warp_runs)
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, gc_paused
 
@@ -327,6 +328,10 @@ class DomainEngine:
         self.scratch_bytes = int(scratch_bytes)
         self.kernel_s = {"decode": 0.0, "region_fwd": 0.0, "ensemble": 0.0, "envelope": 0.0}
         self.intervals = []  #: (start, end) ns of every kernel, for the stage's busy time (launches overlap)
+        #: kernel seconds of envelope launches read in the search's records thread (``lazy``), added
+        #: to no batch's stage time (the search adds them at its end)
+        self.late_kernel_s = 0.0
+        self._stats_lock = threading.Lock()
         self.cells = {"decode": 0, "region_fwd": 0, "ensemble": 0, "envelope": 0}
         ev = np.unique(db.fwd_xf_e_f32.reshape(-1, 2), axis=0)
         if len(ev) != 1:
@@ -527,11 +532,14 @@ class DomainEngine:
         pending = []
         pieces = []  # arrays: per launch, its valid jobs' results
 
+        sink = [self.intervals]  # where finish puts its launch's interval (lazy reads: the late ones)
+
         def finish(j0, j1, ev, read, keep, q, nbytes):
             k = j1 - j0
             sec = _event_seconds([ev])
-            self.kernel_s["envelope"] += sec
-            self.intervals.append((ev.profile.start, ev.profile.end))
+            with self._stats_lock:
+                self.kernel_s["envelope"] += sec
+                sink[0].append((ev.profile.start, ev.profile.end))
             log_launch(f"envelope{mode}", sec, lambda: Ms[j0:j1] * Ls[j0:j1])
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
@@ -541,9 +549,10 @@ class DomainEngine:
             if arrays:  # the valid jobs' values, and the displayed columns of their traces (oa_display)
                 v = np.flatnonzero((info[:, 3] == 0.0) & (nt >= 0))
                 base, ncol = disp[:2 * k].reshape(k, 2)[v].T.astype(np.int64)
-                # (on the main queue: a read on another queue would wait for it all the same, as
-                # NVIDIA's OpenCL serialises queues that share buffers)
-                comp = self.dev.read_async(keep[2], np.int32, 4 * int(disp[2 * k]), q)()
+                # (on the copy queue after the kernel: launches queued since, the next batch's in the
+                # search, need not finish first)
+                comp = self.dev.read_async(keep[2], np.int32, 4 * int(disp[2 * k]), self.dev.copy_queue,
+                                           wait_for=[ev])()
                 comp = comp.reshape(-1, 4)
                 good = ncol > 0
                 # (the columns are gathered when first read: EnvelopeResults.cols)
@@ -618,11 +627,21 @@ class DomainEngine:
             while pending and held > PENDING_OUTPUT_BYTES:  # read back the oldest (later ones keep running)
                 held -= pending[0][-1]
                 finish(*pending.pop(0))
+        self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
+        if arrays and lazy:  # the remaining launches are read when the results are asked for
+            def rest(_hold=(scrs, batch)):  # (the pool must not hand out what running launches use)
+                late = sink[0] = []
+                while pending:
+                    finish(*pending.pop(0))
+                with self._stats_lock:
+                    self.late_kernel_s += union_seconds(late)
+                return EnvelopeResults.from_pieces(n, pieces)
+
+            return rest
         while pending:
             finish(*pending.pop(0))
-        self.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)
         if arrays:
-            return partial(EnvelopeResults.from_pieces, n, pieces) if lazy else EnvelopeResults.from_pieces(n, pieces)
+            return EnvelopeResults.from_pieces(n, pieces)
         return results
 
     # ---- helpers of decode() and envelopes() ---------------------------------------------------
