@@ -147,7 +147,11 @@ def _transition_words(db: ProfileDB, table: np.ndarray, pad, by_transition: bool
 
 
 class DeviceModels:
-    """A model database's tables resident on the device."""
+    """A model database's tables resident on the device.
+
+    The MSV and bias filters' tables are made at once; the Viterbi and Forward tables in a thread
+    of their own (:data:`_LATER_TABLES`), so that a search's first MSV launches need not wait for
+    them; reading one of those waits for that thread."""
 
     def __init__(self, dev: Device, db: ProfileDB):
         self.dev, self.db = dev, db
@@ -158,14 +162,37 @@ class DeviceModels:
         self.word_trans_off = dev.to_device(np.concatenate([[0], np.cumsum(8 * self.node_words)[:-1]]).astype(np.int64))
         self.msv_params = dev.to_device(db.msv_params_u8.astype(np.uint8).reshape(-1, 4))
         self.bias_odds = dev.to_device(db.bias_odds_f32.astype(np.float32))
-        self.vit_msc = dev.to_device(_emission_words(db, db.vit_msc_i16, -32768))
-        self.vit_tsc = dev.to_device(_transition_words(db, db.vit_tsc_i16, -32768))
-        self.vit_tsc_t = dev.to_device(_transition_words(db, db.vit_tsc_i16, -32768, by_transition=True))
-        self.vit_xw_e = dev.to_device(db.vit_xw_e_i16.astype(np.int16).reshape(-1, 2))
-        self.vit_ddbound = dev.to_device(db.vit_ddbound_i16.astype(np.int16))
-        self.fwd_msc = dev.to_device(_emission_words(db, db.fwd_msc_f32, 0.0))
-        self.fwd_tsc = dev.to_device(_transition_words(db, db.fwd_tsc_f32, 0.0))
-        self.fwd_xf_e = dev.to_device(db.fwd_xf_e_f32.astype(np.float32).reshape(-1, 2))
+        self._later_error = None
+        self._later = threading.Thread(target=self._make_later, name="device-models", daemon=True)
+        self._later.start()
+
+    def _make_later(self) -> None:
+        try:
+            for name, make in _LATER_TABLES.items():
+                self.__dict__[name] = self.dev.to_device(make(self.db))
+        except BaseException as exc:  # (raised where a table is read)
+            self._later_error = exc
+
+    def __getattr__(self, name: str):
+        if name not in _LATER_TABLES or "_later" not in self.__dict__:
+            raise AttributeError(name)
+        self._later.join()
+        if name not in self.__dict__:
+            raise RuntimeError(f"device table {name} could not be made: {self._later_error}") from self._later_error
+        return self.__dict__[name]
+
+
+#: the tables DeviceModels makes in its thread, by attribute name
+_LATER_TABLES = {
+    "vit_msc": lambda db: _emission_words(db, db.vit_msc_i16, -32768),
+    "vit_tsc": lambda db: _transition_words(db, db.vit_tsc_i16, -32768),
+    "vit_tsc_t": lambda db: _transition_words(db, db.vit_tsc_i16, -32768, by_transition=True),
+    "vit_xw_e": lambda db: db.vit_xw_e_i16.astype(np.int16).reshape(-1, 2),
+    "vit_ddbound": lambda db: db.vit_ddbound_i16.astype(np.int16),
+    "fwd_msc": lambda db: _emission_words(db, db.fwd_msc_f32, 0.0),
+    "fwd_tsc": lambda db: _transition_words(db, db.fwd_tsc_f32, 0.0),
+    "fwd_xf_e": lambda db: db.fwd_xf_e_f32.astype(np.float32).reshape(-1, 2),
+}
 
 
 @dataclass
