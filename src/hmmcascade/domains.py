@@ -807,15 +807,16 @@ class DomainEngine:
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
         # stochastic trace clustering on the device (kernels/ensemble.cl, bit-exact with ensemble.py);
         # regions the kernel flags, or all with HMMCASCADE_ENSEMBLE=python, on the host (ensemble_gpu)
-        multi = [(p, r) for p in range(n) for r, (i, j, is_multi) in enumerate(regions[p]) if is_multi]
+        nreg, reg = _flat_regions(regions)
+        mr = np.flatnonzero(reg[:, 2])  # the multi-domain regions (flat numbers)
         ensemble_out = {}
-        if multi:
+        if len(mr):
             from .ensemble_gpu import region_ensembles
 
-            mp = np.array([p for p, _ in multi], dtype=np.int64)
+            mp = np.repeat(np.arange(n, dtype=np.int64), nreg)[mr]
             res = region_ensembles(self, batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
-                                   [regions[p][r][0] for p, r in multi], [regions[p][r][1] for p, r in multi])
-            ensemble_out = dict(zip(multi, res))
+                                   reg[mr, 0], reg[mr, 1])
+            ensemble_out = dict(zip(zip(mp.tolist(), (mr - _starts(nreg)[mp]).tolist()), res))
         tm = mark("dom.ensemble", tm)
 
         # ---- [envelope and scoring block]
