@@ -631,6 +631,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
             ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
+        worker.submit(name_rank, seqs)  # (for the final sort, while the records thread has nothing else to do)
         cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
                       seqs.lengths[order], batch_residues)
 
@@ -917,6 +918,15 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
                     drop.reported = drop.included = False
 
 
+def name_rank(seqs: SequenceSet) -> np.ndarray:
+    """Each target's rank among the target names in code point order (made once per SequenceSet)."""
+    rank = seqs.__dict__.get("_name_rank")
+    if rank is None:
+        _, rank = np.unique(np.asarray(seqs.names, dtype=str), return_inverse=True)
+        seqs.__dict__["_name_rank"] = rank = rank.reshape(-1)
+    return rank
+
+
 def sort_hits(hits: list[Hit], th: Thresholds, keys=None) -> list[Hit]:
     """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`).
 
@@ -932,7 +942,7 @@ def sort_hits(hits: list[Hit], th: Thresholds, keys=None) -> list[Hit]:
         primary = col["lnP"] if inc_by_E else -col["score"]
         if len(primary) == len(hits) and not np.isnan(primary).any():
             # target names ranked in code point order, as hit_order ranks them
-            _, rank = np.unique(np.asarray(seqs.names, dtype=str), return_inverse=True)
+            rank = name_rank(seqs)
             iali, jali = col["iali"], col["jali"]
             order = np.lexsort((col["target"], iali, (iali >= jali).astype(np.int64), rank[col["target"]], primary,
                                 col["model"]))
