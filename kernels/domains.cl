@@ -1304,3 +1304,41 @@ __kernel void envelope_wg(
 #undef EW_C
 #undef EW_NAME
 #undef EW_TGLOBAL
+
+
+/* region_forward_warp<C>: the envelope kernel's Forward-only mode (mode 0 or 2; its layout and
+ * info), one warp per job, C nodes per lane in registers (see region_forward_warp.h). */
+#define RF_C 4
+#define RF_NAME region_forward_warp4
+#include "region_forward_warp.h"
+#undef RF_C
+#undef RF_NAME
+#define RF_C 8
+#define RF_NAME region_forward_warp8
+#include "region_forward_warp.h"
+#undef RF_C
+#undef RF_NAME
+#define RF_C 12
+#define RF_NAME region_forward_warp12
+#include "region_forward_warp.h"
+#undef RF_C
+#undef RF_NAME
+#define RF_C 16
+#define RF_NAME region_forward_warp16
+#include "region_forward_warp.h"
+#undef RF_C
+#undef RF_NAME
+#define RF_C 24
+#define RF_NAME region_forward_warp24
+#define RF_TGLOBAL 1
+#include "region_forward_warp.h"
+#undef RF_C
+#undef RF_NAME
+#undef RF_TGLOBAL
+#define RF_C 32
+#define RF_NAME region_forward_warp32
+#define RF_TGLOBAL 1
+#include "region_forward_warp.h"
+#undef RF_C
+#undef RF_NAME
+#undef RF_TGLOBAL

@@ -9,7 +9,9 @@ against pyhmmer).  Every multi-domain region that the pipeline meets in
 * pyhmmer's PF02826 test model against its HG003687 proteome,
 
 is computed both ways from the same device Forward matrix: the null2 scores
-must be bitwise equal and the envelopes equal.  Any difference in one random
+must be bitwise equal and the envelopes equal.  The Forward matrices come from
+``envelope`` (mode 0) or ``region_forward_warp<C>``; the two agree to float
+rounding (tested here matrix against matrix).  Any difference in one random
 draw, one cut point or one float rounding of the 200 traces changes the
 null2 sums.  The kernel must have done every region itself (no host
 fallback), or the comparison would be empty.
@@ -21,8 +23,8 @@ import numpy as np
 import pytest
 from conftest import PYHMMER_DATA
 
-from hmmcascade import cascade, ensemble_gpu, io, profiles
-from hmmcascade.filters import DeviceBatch
+from hmmcascade import cascade, domains, ensemble_gpu, io, profiles
+from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
 from hmmcascade.profiles import length_params
 
 PF02826 = PYHMMER_DATA / "hmms" / "txt" / "PF02826.hmm"
@@ -196,3 +198,85 @@ def test_workspace_layout():
     need = ensemble_gpu.ensemble_work_ints(np.array([10, 300]), np.array([5, 41]), np.array([2000, 4800]), 32)
     assert need.tolist() == [16000 + 18 + 11 + 256 + 3, 38400 + 90 + 301 + 256 + 1]
     assert np.all(need % 4 == 0)
+
+
+def _forced_runs(force):
+    """warp_runs with each run's chunk size raised to at least ``force`` (as tests/test_domain_kernels.py)."""
+    def runs(words):
+        for a, b, c in warp_runs(words):
+            yield a, b, max(c, force)
+    return runs
+
+
+def forward_matrices(regions, monkeypatch, path, force=0):
+    """The regions' Forward matrices (F and fx as the kernels wrote them) from HMMCASCADE_REGION_FORWARD
+    = ``path``, and the chunk sizes of the warp launches; the host ensembles are skipped."""
+    got, used = {}, set()
+    monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", path)
+    monkeypatch.setattr(ensemble_gpu, "warp_runs", _forced_runs(force))
+    monkeypatch.setattr(domains, "_map_ensembles", lambda tasks: [(np.zeros(0, np.float32), [])] * len(tasks))
+    for c, kern in list(regions.engine.k_region_fwd_warp.items()):
+        monkeypatch.setitem(regions.engine.k_region_fwd_warp, c,
+                            (lambda c, kern: lambda *a: used.add(c) or kern(*a))(c, kern))
+    real = ensemble_gpu._region_forward
+
+    def capture(F, fx, M):
+        got[len(got)] = (F.copy(), fx.copy())
+        return real(F, fx, M)
+    monkeypatch.setattr(ensemble_gpu, "_region_forward", capture)
+    regions.run(backend="python")
+    monkeypatch.undo()
+    return got, used
+
+
+@pytest.mark.parametrize("force", [0, 16, 32])
+def test_warp_forward_matrices_equal_serial(default_regions, monkeypatch, force):
+    """region_forward_warp<C> (a warp per region) against envelope's mode 0 on the default search's
+    118 regions (models of 34..840 nodes: C = 4..32): the D chain (a scan) and E (a butterfly sum)
+    add inside a row in another order, so cells and specials agree to float rounding.  Relative to
+    the row's largest cell (cells far below it carry the rounding of the larger terms they are
+    summed from) within 2.4e-6, specials within 2.5e-6 relative, with every C (measured on PoCL,
+    2026-11-22); the bounds leave ~4x.  The same rows are rescaled (SCALE > 1) both ways."""
+    ref, _ = forward_matrices(default_regions, monkeypatch, "serial")
+    got, used = forward_matrices(default_regions, monkeypatch, "warp", force)
+    M = default_regions.engine.db.M[default_regions.model]
+    assert used == {min(c for c in VIT_WARP_C if 32 * c >= m and c >= force) for m in M.tolist()}
+    assert len(got) == len(ref) == len(default_regions)
+    worst_cell = worst_x = 0.0
+    for r in ref:
+        (F0, x0), (F1, x1) = ref[r], got[r]
+        assert F0.shape == F1.shape and x0.shape == x1.shape
+        assert np.array_equal(x0[:, 5] > 1, x1[:, 5] > 1), r  # the same rows rescaled
+        scale = np.abs(F0).reshape(len(F0), -1).max(axis=1)[:, None, None]
+        worst_cell = max(worst_cell, float((np.abs(F1 - F0) / np.where(scale > 0, scale, 1)).max()))
+        worst_x = max(worst_x, float((np.abs(x1 - x0) / np.maximum(np.abs(x0), 1e-30)).max()))
+    print(f"force {force}: C {sorted(used)}, cells {worst_cell:.2e}, specials {worst_x:.2e} (relative)")
+    assert worst_cell < 1e-5 and worst_x < 1e-5
+
+
+def test_warp_forward_regions_equal_python(default_regions, default_reference, monkeypatch):
+    """HMMCASCADE_REGION_FORWARD=warp: the device ensembles equal ensemble.py's on the same (warp)
+    matrices bit for bit, with no host fallback; against the serial matrices' results (default_reference)
+    a region may differ where a float rounding changes a random draw's choice (measured on PoCL,
+    2026-11-22: 0 of 118 regions' envelopes, 1 region's null2 scores)."""
+    regions = default_regions
+    monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", "warp")
+    used = set()
+    for c, kern in list(regions.engine.k_region_fwd_warp.items()):
+        monkeypatch.setitem(regions.engine.k_region_fwd_warp, c,
+                            (lambda c, kern: lambda *a: used.add(c) or kern(*a))(c, kern))
+    before = regions.fallbacks()
+    got = regions.run(backend="device")
+    assert regions.fallbacks() == before and used
+    assert_identical(got, regions.run(backend="python"))
+    envs_differ = sum(e != e_ref for (_, e), (_, e_ref) in zip(got, default_reference))
+    n2_differ = sum(not np.array_equal(n2, n2_ref) for (n2, _), (n2_ref, _) in zip(got, default_reference))
+    print(f"warp vs serial matrices: {envs_differ} of {len(got)} regions' envelopes differ, "
+          f"{n2_differ} null2 score vectors")
+    assert envs_differ <= 3
+
+
+def test_environment_selects_forward_path(pf02826_regions, monkeypatch):
+    monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", "cuda")
+    with pytest.raises(ValueError, match="HMMCASCADE_REGION_FORWARD"):
+        pf02826_regions.run()

@@ -308,6 +308,9 @@ class DomainEngine:
         self.k_env = dev.kernel("domains", "envelope")
         self.k_env_wg = dev.kernel("domains", "envelope_wg")
         self.k_env_warp = {c: dev.kernel("domains", f"envelope_warp{c}") for c in VIT_WARP_C}
+        #: the envelope kernel's mode 0 (a region's Forward matrix) with a warp per region, C nodes
+        #: per lane (ensemble_gpu.region_ensembles, HMMCASCADE_REGION_FORWARD=warp)
+        self.k_region_fwd_warp = {c: dev.kernel("domains", f"region_forward_warp{c}") for c in VIT_WARP_C}
         #: envelope rescoring (mode 1): "warp" (envelope_warp<C>, a warp per envelope, for models of
         #: up to 32 * max(VIT_WARP_C) nodes, envelope_wg for longer ones; default on GPUs), "wg"
         #: (envelope_wg, a work-group per envelope) or "serial" (envelope, a work-item per envelope;

@@ -6,7 +6,10 @@ for each, bit for bit: the region's null2 scores and its envelopes.
 
 1. Kernel ``envelope`` (``kernels/domains.cl``) in mode 0 writes each
    region's multihit Forward matrix (length model of the whole target) into
-   device scratch.
+   device scratch: one work-item per region, or on GPUs (for models of up to
+   ``32 * max(VIT_WARP_C)`` nodes) ``region_forward_warp<C>``, the same matrix
+   (to float rounding) with a warp per region and C nodes per lane.
+   ``HMMCASCADE_REGION_FORWARD=warp|serial`` chooses (default: warp on GPUs).
 2. Kernel ``region_ensemble`` reads those matrices where they are, a
    work-group per region (a warp on GPUs, taking a round of a trace's steps
    at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
@@ -37,7 +40,7 @@ import numpy as np
 
 from .device import _cl
 from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
-from .filters import LOCAL_SIZE, _event_seconds, _round_up, log_launch
+from .filters import LOCAL_SIZE, _event_seconds, _round_up, log_launch, warp_runs
 from .profiles import logf_array, logf_is_glibc
 
 __all__ = ["SEED", "STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "ensemble_work_ints", "region_ensembles"]
@@ -47,6 +50,7 @@ SEED = 42  #: hmmsearch's --seed default; every multi-domain region reseeds to i
 STATUS_OVERFLOW = -1  #: kernel status: a workspace capacity was too small
 STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differently (NaN, zero E)
 BACKENDS = ("device", "python")
+FORWARD_PATHS = ("warp", "serial")  #: the Forward matrices: region_forward_warp<C> (and envelope), or envelope
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
@@ -60,7 +64,7 @@ class EnsembleStats:
 
     regions: int = 0
     fallbacks: int = 0  #: regions recomputed on the host after a kernel flag
-    forward_s: float = 0.0  #: kernel time, envelope mode 0
+    forward_s: float = 0.0  #: kernel time, envelope mode 0 and region_forward_warp<C>
     ensemble_s: float = 0.0  #: kernel time, region_ensemble
     host_s: float = 0.0  #: logf and host fallbacks
 
@@ -104,6 +108,23 @@ def _region_lanes(dev) -> int:
     return REGION_LANES
 
 
+def _forward_runs(Wc: np.ndarray, warp: bool) -> list[tuple[np.ndarray | None, int]]:
+    """The Forward launches of a chunk whose regions' models have ``Wc`` nodes (rounded up to 4):
+    ``(positions in the chunk, C)``, C = 0 for envelope's mode 0; positions None: the whole chunk.
+    With ``warp``, per chunk size C of VIT_WARP_C the regions whose models need it (smallest C with
+    M <= 32 C; by model length, then in chunk order), then envelope for longer models."""
+    if not warp:
+        return [(None, 0)]
+    pos = np.argsort(Wc, kind="stable")
+    runs, end = [], 0
+    for a, b, c in warp_runs(Wc[pos] // 4):
+        runs.append((pos[a:b], c))
+        end = b
+    if end < len(pos):
+        runs.append((pos[end:], 0))
+    return runs
+
+
 def _min_traces(nsamples: int) -> int:
     """Fewest traces with a pair in a cluster that make it significant (float ``ninc / nsamples >= 0.25``)."""
     return next(c for c in range(1, nsamples + 1) if F32(c) / F32(nsamples) >= F32(0.25))
@@ -124,7 +145,9 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         seq, model: per region, the target's index in the batch and the model's index.
         starts, ends: per region, first and last residue (1-based, inclusive).
         backend: ``"device"`` or ``"python"`` (all regions on the host, with
-            :mod:`hmmcascade.ensemble`); default ``$HMMCASCADE_ENSEMBLE`` or ``"device"``.
+            :mod:`hmmcascade.ensemble`, from the device's Forward matrices); default
+            ``$HMMCASCADE_ENSEMBLE`` or ``"device"``.  The Forward kernels:
+            ``$HMMCASCADE_REGION_FORWARD``, ``"warp"`` (default on GPUs) or ``"serial"``.
         nsamples: sampled traces per region (HMMER: 200).
         max_domains_per_trace: workspace for sampled domains, per trace on
             average, never more than the region's length (a domain has a
@@ -140,12 +163,17 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         exactly as :func:`hmmcascade.ensemble.region_trace_ensemble` gives them.
 
     Raises:
-        ValueError: unknown backend, mismatched argument lengths, a region outside its
+        ValueError: unknown backend or Forward path, mismatched argument lengths, a region outside its
             target, or a count below 1.
     """
     backend = (backend or os.environ.get("HMMCASCADE_ENSEMBLE") or "device").lower()
     if backend not in BACKENDS:
         raise ValueError(f"ensemble backend must be one of {BACKENDS}, got {backend!r}")
+    dev = engine.dev
+    fwd_path = (os.environ.get("HMMCASCADE_REGION_FORWARD") or ("warp" if dev.is_gpu else "serial")).lower()
+    if fwd_path not in FORWARD_PATHS:
+        raise ValueError(f"region Forward path (HMMCASCADE_REGION_FORWARD) must be one of {FORWARD_PATHS}, "
+                         f"got {fwd_path!r}")
     seq, model, starts, ends = (np.asarray(a, dtype=np.int64).reshape(-1) for a in (seq, model, starts, ends))
     n = len(seq)
     if not (len(model) == len(starts) == len(ends) == n):
@@ -156,7 +184,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         raise ValueError("nsamples, max_domains_per_trace and max_envelopes must be >= 1")
     stats = engine.__dict__.setdefault("ensemble_stats", EnsembleStats())
     stats.regions += n
-    dev, db, m = engine.dev, engine.db, engine.models
+    db, m = engine.db, engine.models
     cl = _cl()
     lengths = batch.seqs.lengths[seq].astype(np.int64)
     if np.any(starts < 1) or np.any(ends < starts) or np.any(ends > lengths):
@@ -191,12 +219,12 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     budget = engine.launch_budget(nq) // 4  # floats
     pending = []
 
-    def finish(idx, ev_f, ev_e, q, scr, scr_off, reads, keep):
+    def finish(idx, evs_f, ev_e, q, scr, scr_off, reads, keep):
         k = len(idx)
-        sec = _event_seconds([ev_f])
+        sec = _event_seconds(evs_f)
         stats.forward_s += sec
         engine.kernel_s["region_fwd"] += sec
-        engine.intervals.append((ev_f.profile.start, ev_f.profile.end))
+        engine.intervals += [(ev.profile.start, ev.profile.end) for ev in evs_f]
         log_launch("region_fwd", sec, lambda: M[idx] * Lr[idx])
         engine.cells["region_fwd"] += int((M[idx] * Lr[idx]).sum())
         if on_device:
@@ -266,14 +294,25 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         keep = [dev.scratch(4 * 20 * k), dev.to_device(np.arange(k, dtype=np.int64) * 20),
                 dev.scratch(16 * int(tcap[idx].sum())), dev.scratch(4 * int(tcap[idx].sum())),
                 dev.to_device(tr_off), dev.scratch(16 * k), dev.scratch(16), dev.scratch(16)]  # (display: full mode)
-        ev_f = engine.k_env(
-            q, (_round_up(k, LOCAL_SIZE),), (LOCAL_SIZE,),
-            batch.dsq_packed, batch.seq_off, d_seq, d_model, d_start, d_len, d_xfm,
-            np.int32(k), np.int32(0),
-            m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
-            scr, d_scr_off, *keep,
-        )
         keep += [d_seq, d_model, d_start, d_len, d_xfm, d_scr_off]
+        evs_f = []
+        for pos, c in _forward_runs(W[idx], fwd_path == "warp"):
+            jobs = (d_seq, d_model, d_start, d_len, d_xfm)
+            run_off, kr = d_scr_off, k
+            if pos is not None and len(pos) < k:  # a run of the chunk's regions: its own job arrays
+                r_idx, kr = idx[pos], len(pos)
+                jobs = (dev.to_device(seq[r_idx].astype(np.int32)), dev.to_device(model[r_idx].astype(np.int32)),
+                        dev.to_device(starts[r_idx].astype(np.int32)), dev.to_device(Lr[r_idx].astype(np.int32)),
+                        dev.to_device(np.ascontiguousarray(xfm[r_idx], dtype=F32)))
+                run_off = dev.to_device(scr_off[pos])
+                keep += [*jobs, run_off]
+            args = (batch.dsq_packed, batch.seq_off, *jobs, np.int32(kr), np.int32(0),
+                    m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M,
+                    scr, run_off, *keep[:8])
+            if c:  # a warp per region, C nodes per lane
+                evs_f.append(engine.k_region_fwd_warp[c](q, (kr * 32,), (32,), *args))
+            else:
+                evs_f.append(engine.k_env(q, (_round_up(kr, LOCAL_SIZE),), (LOCAL_SIZE,), *args))
         ev_e, reads = None, None
         if on_device:
             per = _region_lanes(dev)
@@ -299,7 +338,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
                 (d_status, np.int32, k), (d_env, np.int32, 2 * k * env_cap), (d_n2, F32, int(Lr[idx].sum())),
                 (d_n2log, F32, int(Lr[idx].sum())))],
                 n2_off)
-        pending.append((idx, ev_f, ev_e, q, scr, scr_off, reads, keep))
+        pending.append((idx, evs_f, ev_e, q, scr, scr_off, reads, keep))
     while pending:
         finish(*pending.pop(0))
 

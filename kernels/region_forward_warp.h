@@ -1,0 +1,154 @@
+/* region_forward_warp.h: the body of the region_forward_warp<C> kernels (domains.cl includes it once
+ * per chunk size, with RF_C nodes per lane and the kernel's name RF_NAME defined; RF_TGLOBAL:
+ * transitions read from memory where used, the long-model variants).
+ *
+ * The envelope kernel's Forward-only mode (mode & 1 == 0: a multi-domain region's multihit
+ * Forward matrix, sampled from by region_ensemble) with one warp (32 work-items) per job; lane l
+ * holds nodes l*C+1 .. l*C+C of a DP row and their transitions in registers (models of M <= 32*C
+ * nodes; the host sends longer ones to envelope).  Same arguments as envelope; same outputs as its
+ * mode 0, at p = scr + scr_off[j], contiguous (ws = 1):
+ *
+ *   F  [(L+1)][3][W]: row i at float 3W i, its M, I, D blocks of W = 4 ceil(M/4) floats, node k
+ *      at k-1 of each block (nodes past M: 0);
+ *   fx [(L+1)][6] after F, at float 3W (L+1): E N J B C SCALE of row i at 6 i;
+ *   info[j] = (Forward score in nats, 0, 0, 0).
+ *
+ * Row i: forward_row.h (M and I from row i-1 in registers; the D chain by a scan over the lanes,
+ * E by a butterfly sum), then forward_pass's specials with the job's length model xfm (N move,
+ * N loop, E move, E loop; J and C as N) and its rescaling: where E > 1e4 the specials / E, the
+ * row's cells * (1/E) (HMMER's sparse rescaling), SCALE = E, the log added to the score, E = 1.
+ * The D chain and E sum inside a row in another order than forward_pass, so cells, specials and
+ * the score agree with envelope's mode 0 to float rounding.
+ */
+
+#define RF_Q (RF_C / 4)              /* words of 4 nodes per lane */
+
+__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
+void RF_NAME(
+    __global const uchar *dsq, __global const long *seq_off,
+    __global const int *job_seq, __global const int *job_model,
+    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
+    const int n_jobs, const int mode,
+    __global const float *msc, __global const long *msc_off,
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
+    __global float *scr, __global const long *scr_off,
+    __global float *null2, __global const long *null2_off,
+    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
+    __global float4 *info, __global int *disp, __global int4 *cols)
+{
+    __local int tmp[32];
+    const int lane = (int) get_local_id(0);
+    const int j = (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest jobs first */
+    if (j >= n_jobs) return;                       /* the whole group */
+    const int s = job_seq[j], m = job_model[j];
+    const int M = model_M[m];
+    const int Q4 = (M + 3) / 4, W = 4 * Q4;       /* 4-node words, nodes of a stored row */
+    const int L = job_len[j];
+    __global const uchar *x = dsq + seq_off[s] + (job_i[j] - 1);
+    __global const float4 *em4 = (__global const float4 *) (msc + msc_off[m] * 4);
+    __global const float4 *t = (__global const float4 *) (tsc + tsc_off[m] * 4);
+    const float4 xfm = job_xfm[j];
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    __global float *p = scr + scr_off[j];
+    const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout, floats */
+    const long fx0 = (long) (L + 1) * 3 * W;      /* the specials block */
+    const int q0 = lane * RF_Q;                    /* the lane's first word */
+#define FX(i, c) p[fx0 + (long) (i) * NX + (c)]
+#define FROW(i) ((__global float4 *) (p + (long) (i) * 3 * W))
+
+#ifdef RF_TGLOBAL
+#define TRV(tt, jj) ((q0 + (jj) / 4 < Q4) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
+#else
+    float tr[N_TRANS][RF_C];
+#pragma unroll
+    for (int w = 0; w < RF_Q; w++) {
+#pragma unroll
+        for (int tt = 0; tt < N_TRANS; tt++) {
+            const float4 v = q0 + w < Q4 ? t[(q0 + w) * N_TRANS + tt] : (float4) (0.0f);
+            tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
+        }
+    }
+#define TRV(tt, jj) tr[tt][jj]
+#endif
+
+    /* the D scan's running products of tDD over the lanes below */
+    float Pup[5];
+    {
+        float P = 1.0f;
+#pragma unroll
+        for (int jj = 0; jj < RF_C; jj++) P = P * TRV(T_DD, jj);
+#pragma unroll
+        for (int st = 0; st < 5; st++) {
+            const int d = 1 << st;
+            Pup[st] = P;
+            const float o = fw_up(P, d, lane, tmp);
+            if (lane >= d) P = P * o;
+        }
+    }
+
+    float Mc[RF_C], Ic[RF_C], Dc[RF_C], e[RF_C];
+    /* the lane's words of the M, I, D blocks of a stored row (from its float4 word 0) */
+#define RF_STORE(row) {                                                                 \
+        __global float4 *r_ = (row);                                                    \
+        for (int w = 0; w < RF_Q; w++) {                                               \
+            if (q0 + w < Q4) {                                                          \
+                r_[q0 + w] = (float4) (Mc[4 * w], Mc[4 * w + 1], Mc[4 * w + 2], Mc[4 * w + 3]); \
+                r_[Q4 + q0 + w] = (float4) (Ic[4 * w], Ic[4 * w + 1], Ic[4 * w + 2], Ic[4 * w + 3]); \
+                r_[2 * Q4 + q0 + w] = (float4) (Dc[4 * w], Dc[4 * w + 1], Dc[4 * w + 2], Dc[4 * w + 3]); \
+            }                                                                           \
+        }                                                                               \
+    }
+
+#pragma unroll
+    for (int jj = 0; jj < RF_C; jj++) Mc[jj] = Ic[jj] = Dc[jj] = 0.0f;
+    RF_STORE(FROW(0))
+    float pM = 0.0f, pI = 0.0f, pD = 0.0f;         /* row i-1, node k0-1 */
+    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f, xB = nmove, totscale = 0.0f;
+    if (lane == 0) {
+        FX(0, XE) = 0.0f; FX(0, XN) = 1.0f; FX(0, XJ) = 0.0f; FX(0, XB) = xB; FX(0, XC) = 0.0f;
+        FX(0, XSCALE) = 1.0f;
+    }
+    for (int i = 1; i <= L; i++) {
+        {   /* e <- the emissions of x_i at the lane's nodes */
+            __global const float4 *e4 = em4 + (int) x[i - 1] * (exs / 4);
+            for (int w = 0; w < RF_Q; w++) {
+                const float4 v = q0 + w < Q4 ? e4[(q0 + w) * (ews / 4)] : (float4) (0.0f);
+                e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w;
+            }
+        }
+#define FR_C RF_C
+#include "forward_row.h"
+#undef FR_C
+        xE = row_E;
+        xN = xN * nloop;
+        xC = xC * nloop + xE * emove;
+        xJ = xJ * nloop + xE * eloop;
+        xB = xJ * nmove + xN * nmove;
+        float sc = 1.0f;
+        if (xE > 1.0e4f) {
+            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
+            sc = xE;
+            totscale = totscale + LOG_AS_HMMER(xE);
+            xE = 1.0f;
+            const float sr = inv_as_hmmer(sc);    /* sparse rescaling, as HMMER: cells * (1/E) */
+#pragma unroll
+            for (int jj = 0; jj < RF_C; jj++) { Mc[jj] *= sr; Ic[jj] *= sr; Dc[jj] *= sr; }
+        }
+        RF_STORE(FROW(i))
+        if (lane == 0) {
+            FX(i, XSCALE) = sc;
+            FX(i, XE) = xE; FX(i, XN) = xN; FX(i, XJ) = xJ; FX(i, XB) = xB; FX(i, XC) = xC;
+        }
+        const float nm = fw_up(Mc[RF_C - 1], 1, lane, tmp);
+        const float ni = fw_up(Ic[RF_C - 1], 1, lane, tmp);
+        const float nd = fw_up(Dc[RF_C - 1], 1, lane, tmp);
+        pM = lane ? nm : 0.0f; pI = lane ? ni : 0.0f; pD = lane ? nd : 0.0f;
+    }
+    if (lane == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+#undef FX
+#undef FROW
+#undef RF_STORE
+}
+
+#undef RF_Q
+#undef TRV
