@@ -95,6 +95,8 @@ def main() -> int:
     ap.add_argument("--serial", action="store_true",
                     help="make each batch's records in the main thread (cProfile then sees that work alone)")
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
+    ap.add_argument("--warm", action="store_true",
+                    help="run one search before the profiled one (buffer pools, page-locked memory, kernels built)")
     ap.add_argument("--sample", type=float, default=None, metavar="SECONDS",
                     help="instead of cProfile: sample every thread's stack at this interval (wall time per "
                          "thread, by innermost frame and by innermost hmmcascade function)")
@@ -154,6 +156,11 @@ def main() -> int:
                 return Later()
 
         cascade.ThreadPoolExecutor = DeferredPool
+    if args.warm:
+        cascade.search(db, seqs, dev)
+        engines.clear()
+        for log in (filters.LAUNCH_LOG, filters.PHASE_LOG, filters.EVENT_LOG):
+            log.clear()
     prof = cProfile.Profile()
     sampler = ThreadSampler(args.sample) if args.sample else None
     t = time.perf_counter()

@@ -68,6 +68,12 @@ def test_taper_halves_the_last_full_batch():
     res = [int(lengths[a:b].sum()) for a, b in tapered]
     assert abs(res[-3] - res[-2]) <= 2000 and res[-3] + res[-2] >= bound // 2 and tapered[-1] == cuts[-1]
     assert cascade._taper([(0, 1)], lengths[:1], bound) == [(0, 1)]
+    # twice: the last half cut again, into quarters of the last batch
+    twice = cascade._taper(cuts, lengths, bound, splits=2)
+    assert len(twice) == len(cuts) + 2 and twice[:-3] == tapered[:-2] and twice[-1] == cuts[-1]
+    assert twice[-3][0] == tapered[-2][0] and twice[-2][1] == tapered[-2][1]
+    q = [int(lengths[a:b].sum()) for a, b in twice[-3:-1]]
+    assert abs(q[0] - q[1]) <= 2000 and q[0] + q[1] == res[-2]
 
 
 @pytest.mark.parametrize("msv_path,filter_thread,select", [(None, 0, "host"), ("tiled", 0, "device"),

@@ -168,11 +168,24 @@ def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_resi
         start = end
 
 
-def _taper(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> list:
-    """The last batch of about ``batch_residues`` residues cut in two halves (by residues).
+#: how many times :func:`_taper` halves the search's last batch
+TAPER_SPLITS = 1
+
+
+def _taper(cuts: list, lengths_sorted: np.ndarray, batch_residues: int, splits: int | None = None) -> list:
+    """The last batch of about ``batch_residues`` residues cut in two halves (by residues), the last
+    half again in two, ``splits`` times in all (default :data:`TAPER_SPLITS`).
 
     What runs after the device's last launch (the last batch's records, the thresholds) and the
     last batch's idle moments (no next batch's MSV launches fill them) grow with its size."""
+    splits = TAPER_SPLITS if splits is None else splits
+    for _ in range(splits):
+        cuts = _taper_once(cuts, lengths_sorted, batch_residues)
+        batch_residues //= 2
+    return cuts
+
+
+def _taper_once(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> list:
     cum = np.concatenate([[0], np.cumsum(lengths_sorted, dtype=np.int64)])
     for n in range(len(cuts) - 1, -1, -1):
         lo, hi = cuts[n]

@@ -1,0 +1,55 @@
+"""Wall time of ``cascade.search`` under settings of module constants, side by side in one run.
+
+    python3 benchmarks/sweep_search.py --models M.hmm.gz --seqs S.faa.gz --copies 10 \\
+        --set TAPER_SPLITS=1,2,3 --repeat 2
+
+Each value of the ``--set`` constant (a name in hmmcascade.cascade) gets ``--repeat`` searches,
+in turn (value after value, then again), after one warm-up search; prints each search's wall
+time and hit count, and the best and mean per value.  (For choosing defaults on the GPU machine;
+the comparison with pyhmmer is run_benchmark.py's.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hmmcascade import cascade  # noqa: E402
+from run_benchmark import PROGRAMS, add_workload_arguments, open_workload  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_workload_arguments(ap)
+    ap.add_argument("--set", required=True, help="NAME=v1,v2,...: a hmmcascade.cascade constant and its values")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    name, _, values = args.set.partition("=")
+    if not hasattr(cascade, name) or not values:
+        ap.error(f"--set: hmmcascade.cascade has no constant {name!r}, or no values given")
+    kind = type(getattr(cascade, name))
+    vals = [kind(v) for v in values.split(",")]
+    db, seqs, dev = open_workload(args)
+    for prog in PROGRAMS:
+        dev.program(prog)
+    cascade.search(db, seqs, dev)  # warm-up (buffer pools, page-locked memory)
+    times = {v: [] for v in vals}
+    for r in range(args.repeat):
+        for v in vals:
+            setattr(cascade, name, v)
+            t = time.perf_counter()
+            res = cascade.search(db, seqs, dev)
+            times[v].append(time.perf_counter() - t)
+            print(f"{name}={v} run {r + 1}: {times[v][-1]:.2f} s, {len(res.hits)} hits", flush=True)
+    for v, ts in times.items():
+        print(f"{name}={v}: best {min(ts):.2f} s, mean {sum(ts) / len(ts):.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
