@@ -43,7 +43,8 @@ def test_msv_pass_equals_per_pair_p_values(default_db, F1):
 
 def test_batches_cut_by_residues():
     """_batches: consecutive ranges covering every sequence, each within the cell, count and residue
-    bounds (a single sequence may pass the residue bound alone)."""
+    bounds (a single sequence may pass the residue bound alone; the last batch by the remainder
+    it takes in, under 1/16 of the bound)."""
     lengths = np.sort(np.random.default_rng(3).integers(1, 900, 5000))
     for max_residues in (None, 1, 40_000, 10**9):
         cuts = list(cascade._batches(lengths, 2_000_000, 1500, max_residues))
@@ -52,8 +53,15 @@ def test_batches_cut_by_residues():
         for lo, hi in cuts:
             assert hi > lo and hi - lo <= 1500 and (hi - lo == 1 or (hi - lo) * lengths[hi - 1] <= 2_000_000)
             if max_residues is not None:
-                assert hi - lo == 1 or lengths[lo:hi].sum() <= max_residues
-    assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000
+                bound = max_residues + (max_residues // 16 if hi == len(lengths) else 0)
+                assert hi - lo == 1 or lengths[lo:hi].sum() <= bound
+    assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000 - 1
+    # a remainder of a few residues joins the last batch instead of making one of its own
+    total = int(lengths.sum())
+    cuts = list(cascade._batches(lengths, 10**9, 10**6, total // 2 - 100))
+    assert len(cuts) == 2 and cuts[-1][1] == len(lengths)
+    cuts = list(cascade._batches(lengths, 10**9, 10**6, total // 3))
+    assert len(cuts) == 3 or lengths[cuts[-1][0]:].sum() >= total // 3 // 16
 
 
 def test_taper_halves_the_last_full_batch():
@@ -61,7 +69,8 @@ def test_taper_halves_the_last_full_batch():
     residue bound is cut into two of about equal residues; the short last batch (the longest sequences) stays as it was."""
     lengths = np.sort(np.random.default_rng(5).integers(1, 1000, 10_000))
     bound = int(lengths.sum()) // 4 + 1
-    cuts = list(cascade._batches(lengths, 1 << 30, 1 << 20, bound))
+    # (the three longest as a short last batch of their own, as the cell bound can leave them)
+    cuts = list(cascade._batches(lengths[:-3], 1 << 30, 1 << 20, bound)) + [(len(lengths) - 3, len(lengths))]
     tapered = cascade._taper(cuts, lengths, bound)
     assert len(tapered) == len(cuts) + 1 and tapered[0][0] == 0 and tapered[-1][1] == len(lengths)
     assert all(a[1] == b[0] for a, b in zip(tapered, tapered[1:]))

@@ -164,6 +164,11 @@ def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_resi
         while end < n and end - start < max_seqs and (end + 1 - start) * int(lengths_sorted[end]) <= max_cells \
                 and (max_residues is None or cum[end + 1] - cum[start] <= max_residues):
             end += 1
+        # a remainder of under 1/16 of the residue bound joins this batch where the other bounds allow
+        # (a batch of its own, the longest sequences, would pass through every stage alone at the end)
+        if max_residues is not None and end < n and cum[n] - cum[end] < max_residues // 16 \
+                and n - start <= max_seqs and (n - start) * int(lengths_sorted[n - 1]) <= max_cells:
+            end = n
         yield start, end
         start = end
 
