@@ -335,6 +335,10 @@ class DomainEngine:
         #: to no batch's stage time (the search adds them at its end)
         self.late_kernel_s = 0.0
         self._stats_lock = threading.Lock()
+        # the node-major emission table made in a thread while the filters run (the first decode
+        # would wait for it)
+        self._msc_lock = threading.Lock()
+        threading.Thread(target=self._node_emissions, name="node-emissions", daemon=True).start()
         self.cells = {"decode": 0, "region_fwd": 0, "ensemble": 0, "envelope": 0}
         ev = np.unique(db.fwd_xf_e_f32.reshape(-1, 2), axis=0)
         if len(ev) != 1:
@@ -767,19 +771,22 @@ class DomainEngine:
     def _node_emissions(self):
         """The kernels' node-major emission table on the device, built once: per model words
         ``[W/4][KP][4]`` (zero-padded), and per model its offset in words of 4 floats."""
-        if getattr(self, "_msc_nodes", None) is None:
-            parts, offs, total = [], [], 0
-            for mdl in range(len(self.db)):
-                Mm = int(self.db.M[mdl])
-                Q = (Mm + 3) // 4
-                a = np.zeros((KP, 4 * Q), dtype=F32)
-                a[:, :Mm] = self.db.emission(self.db.fwd_msc_f32, mdl)
-                parts.append(a.reshape(KP, Q, 4).transpose(1, 0, 2).ravel())
-                offs.append(total)
-                total += KP * Q
-            self._msc_nodes = (self.dev.to_device(np.concatenate(parts)),
-                               self.dev.to_device(np.array(offs, dtype=np.int64)))
+        with self._msc_lock:
+            if getattr(self, "_msc_nodes", None) is None:
+                self._msc_nodes = self._make_node_emissions()
         return self._msc_nodes
+
+    def _make_node_emissions(self):
+        parts, offs, total = [], [], 0
+        for mdl in range(len(self.db)):
+            Mm = int(self.db.M[mdl])
+            Q = (Mm + 3) // 4
+            a = np.zeros((KP, 4 * Q), dtype=F32)
+            a[:, :Mm] = self.db.emission(self.db.fwd_msc_f32, mdl)
+            parts.append(a.reshape(KP, Q, 4).transpose(1, 0, 2).ravel())
+            offs.append(total)
+            total += KP * Q
+        return self.dev.to_device(np.concatenate(parts)), self.dev.to_device(np.array(offs, dtype=np.int64))
 
     def _read_lane(self, scr, off: int, ls: int, need: int, queue=None) -> np.ndarray:
         """Floats 0..need-1 of one job's word-interleaved scratch (``off``: its job_off, ``ls``:
