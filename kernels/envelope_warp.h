@@ -134,45 +134,13 @@ void EW_NAME(
     }
 
     /* ---- 1. Forward (envelope_wg's, rows stored) ---- */
-#pragma unroll
-    for (int jj = 0; jj < EW_C; jj++) Mc[jj] = Ic[jj] = Dc[jj] = 0.0f;
-    EW_STORE(FROW(0))
-    float pM = 0.0f, pI = 0.0f, pD = 0.0f;         /* row i-1, node k0-1 */
-    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f, xB = nmove, totscale = 0.0f;
-    if (lane == 0) {
-        FX(0, XE) = 0.0f; FX(0, XN) = 1.0f; FX(0, XJ) = 0.0f; FX(0, XB) = xB; FX(0, XC) = 0.0f;
-        FX(0, XSCALE) = 1.0f;
-    }
-    for (int i = 1; i <= L; i++) {
-        EW_EMIS(x[i - 1])
-#define FR_C EW_C
-#include "forward_row.h"
-#undef FR_C
-        xE = row_E;
-        xN = xN * nloop;
-        xC = xC * nloop + xE * emove;
-        xJ = xJ * nloop + xE * eloop;
-        xB = xJ * nmove + xN * nmove;
-        float sc = 1.0f;
-        if (xE > 1.0e4f) {                         /* uniform */
-            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
-            sc = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
-            xE = 1.0f;
-            const float sr = inv_as_hmmer(sc);    /* sparse rescaling, as HMMER: cells * (1/xE) */
-#pragma unroll
-            for (int jj = 0; jj < EW_C; jj++) { Mc[jj] *= sr; Ic[jj] *= sr; Dc[jj] *= sr; }
-        }
-        EW_STORE(FROW(i))
-        if (lane == 0) {
-            FX(i, XSCALE) = sc;
-            FX(i, XE) = xE; FX(i, XN) = xN; FX(i, XJ) = xJ; FX(i, XB) = xB; FX(i, XC) = xC;
-        }
-        const float nm = fw_up(Mc[EW_C - 1], 1, lane, tmp);
-        const float ni = fw_up(Ic[EW_C - 1], 1, lane, tmp);
-        const float nd = fw_up(Dc[EW_C - 1], 1, lane, tmp);
-        pM = lane ? nm : 0.0f; pI = lane ? ni : 0.0f; pD = lane ? nd : 0.0f;
-    }
+#define FS_C EW_C
+#define FS_EMIS EW_EMIS
+#define FS_STORE EW_STORE
+#include "forward_stored.h"
+#undef FS_C
+#undef FS_EMIS
+#undef FS_STORE
     const float envsc = totscale + LOG_AS_HMMER(xC * nmove);   /* the same float in every lane */
     barrier(CLK_GLOBAL_MEM_FENCE);                 /* lane 0's specials, read by every lane */
 

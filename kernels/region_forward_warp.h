@@ -99,55 +99,27 @@ void RF_NAME(
         }                                                                               \
     }
 
-#pragma unroll
-    for (int jj = 0; jj < RF_C; jj++) Mc[jj] = Ic[jj] = Dc[jj] = 0.0f;
-    RF_STORE(FROW(0))
-    float pM = 0.0f, pI = 0.0f, pD = 0.0f;         /* row i-1, node k0-1 */
-    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f, xB = nmove, totscale = 0.0f;
-    if (lane == 0) {
-        FX(0, XE) = 0.0f; FX(0, XN) = 1.0f; FX(0, XJ) = 0.0f; FX(0, XB) = xB; FX(0, XC) = 0.0f;
-        FX(0, XSCALE) = 1.0f;
+    /* e <- the emissions of residue code xi at the lane's nodes */
+#define RF_EMIS(xi) {                                                                   \
+        __global const float4 *e4_ = em4 + (int) (xi) * (exs / 4);                     \
+        for (int w = 0; w < RF_Q; w++) {                                               \
+            const float4 v = q0 + w < Q4 ? e4_[(q0 + w) * (ews / 4)] : (float4) (0.0f); \
+            e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w; \
+        }                                                                               \
     }
-    for (int i = 1; i <= L; i++) {
-        {   /* e <- the emissions of x_i at the lane's nodes */
-            __global const float4 *e4 = em4 + (int) x[i - 1] * (exs / 4);
-            for (int w = 0; w < RF_Q; w++) {
-                const float4 v = q0 + w < Q4 ? e4[(q0 + w) * (ews / 4)] : (float4) (0.0f);
-                e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w;
-            }
-        }
-#define FR_C RF_C
-#include "forward_row.h"
-#undef FR_C
-        xE = row_E;
-        xN = xN * nloop;
-        xC = xC * nloop + xE * emove;
-        xJ = xJ * nloop + xE * eloop;
-        xB = xJ * nmove + xN * nmove;
-        float sc = 1.0f;
-        if (xE > 1.0e4f) {
-            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
-            sc = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
-            xE = 1.0f;
-            const float sr = inv_as_hmmer(sc);    /* sparse rescaling, as HMMER: cells * (1/E) */
-#pragma unroll
-            for (int jj = 0; jj < RF_C; jj++) { Mc[jj] *= sr; Ic[jj] *= sr; Dc[jj] *= sr; }
-        }
-        RF_STORE(FROW(i))
-        if (lane == 0) {
-            FX(i, XSCALE) = sc;
-            FX(i, XE) = xE; FX(i, XN) = xN; FX(i, XJ) = xJ; FX(i, XB) = xB; FX(i, XC) = xC;
-        }
-        const float nm = fw_up(Mc[RF_C - 1], 1, lane, tmp);
-        const float ni = fw_up(Ic[RF_C - 1], 1, lane, tmp);
-        const float nd = fw_up(Dc[RF_C - 1], 1, lane, tmp);
-        pM = lane ? nm : 0.0f; pI = lane ? ni : 0.0f; pD = lane ? nd : 0.0f;
-    }
+
+#define FS_C RF_C
+#define FS_EMIS RF_EMIS
+#define FS_STORE RF_STORE
+#include "forward_stored.h"
+#undef FS_C
+#undef FS_EMIS
+#undef FS_STORE
     if (lane == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
 #undef FX
 #undef FROW
 #undef RF_STORE
+#undef RF_EMIS
 }
 
 #undef RF_Q
