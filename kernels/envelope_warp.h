@@ -71,20 +71,12 @@ void EW_NAME(
 #define FROW(i) ((__global float4 *) (p + (long) (i) * R))
 #define BROW(i) ((__global float4 *) (p + (long) (i) * R + B0))
 
+#define WT_C EW_C
+#define WT_WORDS Q4
 #ifdef EW_TGLOBAL
-#define TRV(tt, jj) ((q0 + (jj) / 4 < Q4) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
-#else
-    float tr[N_TRANS][EW_C];
-#pragma unroll
-    for (int w = 0; w < EW_Q; w++) {
-#pragma unroll
-        for (int tt = 0; tt < N_TRANS; tt++) {
-            const float4 v = q0 + w < Q4 ? t[(q0 + w) * N_TRANS + tt] : (float4) (0.0f);
-            tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
-        }
-    }
-#define TRV(tt, jj) tr[tt][jj]
+#define WT_TGLOBAL
 #endif
+#include "warp_transitions.h"
     /* node k0+C's tIM, tDM, tMM (the next lane's first node; 0 past the model) */
     const float nIM = fw_down(TRV(T_IM, 0), 1, lane, tmp), nDM = fw_down(TRV(T_DM, 0), 1, lane, tmp),
                 nMM = fw_down(TRV(T_MM, 0), 1, lane, tmp);
@@ -113,34 +105,10 @@ void EW_NAME(
     }
 
     float Mc[EW_C], Ic[EW_C], Dc[EW_C], e[EW_C];
-    /* e <- the emissions of residue code xi at the lane's nodes */
-#define EW_EMIS(xi) {                                                                   \
-        __global const float4 *e4_ = em4 + (int) (xi) * (exs / 4);                     \
-        for (int w = 0; w < EW_Q; w++) {                                               \
-            const float4 v = q0 + w < Q4 ? e4_[(q0 + w) * (ews / 4)] : (float4) (0.0f); \
-            e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w; \
-        }                                                                               \
-    }
-    /* the lane's words of the M, I, D blocks of a stored row (from its float4 word 0) */
-#define EW_STORE(row) {                                                                 \
-        __global float4 *r_ = (row);                                                    \
-        for (int w = 0; w < EW_Q; w++) {                                               \
-            if (q0 + w < Q4) {                                                          \
-                r_[q0 + w] = (float4) (Mc[4 * w], Mc[4 * w + 1], Mc[4 * w + 2], Mc[4 * w + 3]); \
-                r_[Q4 + q0 + w] = (float4) (Ic[4 * w], Ic[4 * w + 1], Ic[4 * w + 2], Ic[4 * w + 3]); \
-                r_[2 * Q4 + q0 + w] = (float4) (Dc[4 * w], Dc[4 * w + 1], Dc[4 * w + 2], Dc[4 * w + 3]); \
-            }                                                                           \
-        }                                                                               \
-    }
 
     /* ---- 1. Forward (envelope_wg's, rows stored) ---- */
 #define FS_C EW_C
-#define FS_EMIS EW_EMIS
-#define FS_STORE EW_STORE
 #include "forward_stored.h"
-#undef FS_C
-#undef FS_EMIS
-#undef FS_STORE
     const float envsc = totscale + LOG_AS_HMMER(xC * nmove);   /* the same float in every lane */
     barrier(CLK_GLOBAL_MEM_FENCE);                 /* lane 0's specials, read by every lane */
 
@@ -165,11 +133,11 @@ void EW_NAME(
         }
         const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
 #define BR_C EW_C
-#define BR_EMIS EW_EMIS
+#define BR_EMIS FS_EMIS
 #include "backward_row.h"
 #undef BR_C
 #undef BR_EMIS
-        EW_STORE(BROW(i))
+        FS_STORE(BROW(i))
         if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
         if (lane == 0) {
             BX(i, XSCALE) = sc;
@@ -178,7 +146,7 @@ void EW_NAME(
         xbn = row_up ? fw_sum(row_bs, lane, tmp) : 0.0f;
     }
     {   /* row 0: only N and B; B from row 1's M cells */
-        EW_EMIS(x[0])
+        FS_EMIS(x[0])
         float bs = 0.0f;
 #pragma unroll
         for (int jj = 0; jj < EW_C; jj++) if (k0 + jj <= M) bs = bs + (Mc[jj] * e[jj]) * TRV(T_BM, jj);
@@ -196,7 +164,7 @@ void EW_NAME(
     float scaleproduct = inv_as_hmmer(BX(0, XN));
 #pragma unroll
     for (int jj = 0; jj < EW_C; jj++) Mc[jj] = Ic[jj] = Dc[jj] = 0.0f;
-    EW_STORE(BROW(0))
+    FS_STORE(BROW(0))
 #pragma unroll
     for (int jj = 0; jj < EW_C; jj++) Mc[jj] = Ic[jj] = Dc[jj] = NEG;   /* OA row 0 (to F row 0 after null2) */
     pM = NEG; pI = NEG; pD = NEG;
@@ -265,7 +233,7 @@ void EW_NAME(
         }
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) xEo = fmax(xEo, fw_down(xEo, d, lane, tmp));   /* to lane 0 */
-        EW_STORE(f)
+        FS_STORE(f)
         if (lane == 0) {
             decode_specials(p, 1, R, W, i, nloop, scaleproduct);
             oa_specials(p, 1, R, W, i, xEo, xfm);
@@ -289,7 +257,7 @@ void EW_NAME(
 #endif
 #pragma unroll
     for (int jj = 0; jj < EW_C; jj++) { Mc[jj] = am[jj] * norm; Ic[jj] = ai[jj] * norm; Dc[jj] = NEG; }
-    if (ok) EW_STORE(FROW(0))
+    if (ok) FS_STORE(FROW(0))
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (ok && lane < 20) {
         float aN = PX(1, XN), aC = PX(1, XC), aJ = PX(1, XJ);
@@ -301,7 +269,7 @@ void EW_NAME(
     barrier(CLK_GLOBAL_MEM_FENCE);
 #pragma unroll
     for (int jj = 0; jj < EW_C; jj++) Mc[jj] = Ic[jj] = NEG;
-    if (ok) EW_STORE(FROW(0))
+    if (ok) FS_STORE(FROW(0))
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (lane == 0 && !ok) info[j] = (float4) (envsc, 0.0f, 0.0f, 1.0f);
     if (lane == 0 && ok) {
@@ -317,8 +285,9 @@ void EW_NAME(
 #undef OX
 #undef FROW
 #undef BROW
-#undef EW_EMIS
-#undef EW_STORE
+#undef FS_EMIS
+#undef FS_STORE
+#undef FS_C
 }
 
 #undef EW_Q

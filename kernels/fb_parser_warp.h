@@ -49,20 +49,12 @@ void PW_NAME(
     const int q0 = lane * PW_Q;
     const int k0 = lane * PW_C + 1;                /* the lane's first node */
 
-#ifdef PW_TGLOBAL   /* transitions read where used (L1-cached): the long-model variants */
-#define TRV(tt, jj) ((q0 + (jj) / 4 < Q) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
-#else
-    float tr[N_TRANS][PW_C];
-#pragma unroll
-    for (int w = 0; w < PW_Q; w++) {
-#pragma unroll
-        for (int tt = 0; tt < N_TRANS; tt++) {
-            const float4 v = q0 + w < Q ? t[(q0 + w) * N_TRANS + tt] : (float4) (0.0f);
-            tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
-        }
-    }
-#define TRV(tt, jj) tr[tt][jj]
+#define WT_C PW_C
+#define WT_WORDS Q
+#ifdef PW_TGLOBAL
+#define WT_TGLOBAL
 #endif
+#include "warp_transitions.h"
     /* node k0+C's tIM, tDM, tMM (the next lane's first node; 0 past the model) */
     const float nIM = fw_down(TRV(T_IM, 0), 1, lane, tmp), nDM = fw_down(TRV(T_DM, 0), 1, lane, tmp),
                 nMM = fw_down(TRV(T_MM, 0), 1, lane, tmp);

@@ -1,12 +1,33 @@
 /* forward_stored.h: the Forward pass of the warp kernels that keep every row; envelope_warp.h and
- * region_forward_warp.h include it with FS_C nodes per lane, FS_EMIS(xi) (e[] <- the emissions of
- * residue code xi at the lane's nodes) and FS_STORE(row) (the lane's M, I, D words of a stored row)
- * defined.  In scope there: lane, tmp, L, x, nmove, nloop, emove, eloop, the transitions TRV(t, j),
- * Pup[5] (forward_row.h), Mc, Ic, Dc, e[FS_C], FROW(i) and FX(i, c) (row i's cells and specials).
+ * region_forward_warp.h include it with FS_C nodes per lane defined.  In scope there: lane, tmp,
+ * L, x, nmove, nloop, emove, eloop, the transitions TRV(t, j), Pup[5] (forward_row.h), Mc, Ic, Dc,
+ * e[FS_C], q0 and Q4 (the lane's first word, the model's words), em4, exs and ews (the emission
+ * table and its layout), FROW(i) and FX(i, c) (row i's cells and specials).
  *
  * forward_pass's rows 0..L (one row by forward_row.h) and its rescaling: where E > 1e4 the
  * specials are divided by E, the cells multiplied by 1/E, SCALE = E and log E added to totscale.
- * Declares xN, xJ, xC, xE, xB, totscale (their values after row L) and pM, pI, pD. */
+ * Declares xN, xJ, xC, xE, xB, totscale (their values after row L) and pM, pI, pD, and defines
+ * FS_EMIS(xi) and FS_STORE(row), which the includer may use later and undefines at its end. */
+
+/* e <- the emissions of residue code xi at the lane's nodes */
+#define FS_EMIS(xi) {                                                                   \
+        __global const float4 *e4_ = em4 + (int) (xi) * (exs / 4);                     \
+        for (int w = 0; w < FS_C / 4; w++) {                                           \
+            const float4 v = q0 + w < Q4 ? e4_[(q0 + w) * (ews / 4)] : (float4) (0.0f); \
+            e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w; \
+        }                                                                               \
+    }
+/* the lane's words of the M, I, D blocks of a stored row (from its float4 word 0) */
+#define FS_STORE(row) {                                                                 \
+        __global float4 *r_ = (row);                                                    \
+        for (int w = 0; w < FS_C / 4; w++) {                                           \
+            if (q0 + w < Q4) {                                                          \
+                r_[q0 + w] = (float4) (Mc[4 * w], Mc[4 * w + 1], Mc[4 * w + 2], Mc[4 * w + 3]); \
+                r_[Q4 + q0 + w] = (float4) (Ic[4 * w], Ic[4 * w + 1], Ic[4 * w + 2], Ic[4 * w + 3]); \
+                r_[2 * Q4 + q0 + w] = (float4) (Dc[4 * w], Dc[4 * w + 1], Dc[4 * w + 2], Dc[4 * w + 3]); \
+            }                                                                           \
+        }                                                                               \
+    }
 #pragma unroll
     for (int jj = 0; jj < FS_C; jj++) Mc[jj] = Ic[jj] = Dc[jj] = 0.0f;
     FS_STORE(FROW(0))

@@ -56,20 +56,12 @@ void FW_NAME(
     __global const float4 *t = tsc + tsc_off[m];
     const int q0 = lane * FW_Q;                    /* the lane's first word */
 
-#ifdef FW_TGLOBAL   /* transitions read where used (L1-cached): the long-model variants */
-#define TRV(tt, jj) ((q0 + (jj) / 4 < Q) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
-#else
-    float tr[N_TRANS][FW_C];                       /* transition t of node j: tr[t][j] */
-#pragma unroll
-    for (int w = 0; w < FW_Q; w++) {
-#pragma unroll
-        for (int tt = 0; tt < N_TRANS; tt++) {
-            const float4 v = q0 + w < Q ? t[(q0 + w) * N_TRANS + tt] : (float4) (0.0f);
-            tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
-        }
-    }
-#define TRV(tt, jj) tr[tt][jj]
+#define WT_C FW_C
+#define WT_WORDS Q
+#ifdef FW_TGLOBAL
+#define WT_TGLOBAL
 #endif
+#include "warp_transitions.h"
     /* the lane's product of tDD, and its running products over the scan's steps */
     float P = 1.0f;
 #pragma unroll

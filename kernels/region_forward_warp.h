@@ -56,20 +56,12 @@ void RF_NAME(
 #define FX(i, c) p[fx0 + (long) (i) * NX + (c)]
 #define FROW(i) ((__global float4 *) (p + (long) (i) * 3 * W))
 
+#define WT_C RF_C
+#define WT_WORDS Q4
 #ifdef RF_TGLOBAL
-#define TRV(tt, jj) ((q0 + (jj) / 4 < Q4) ? ((__global const float *) (t + (q0 + (jj) / 4) * N_TRANS + (tt)))[(jj) % 4] : 0.0f)
-#else
-    float tr[N_TRANS][RF_C];
-#pragma unroll
-    for (int w = 0; w < RF_Q; w++) {
-#pragma unroll
-        for (int tt = 0; tt < N_TRANS; tt++) {
-            const float4 v = q0 + w < Q4 ? t[(q0 + w) * N_TRANS + tt] : (float4) (0.0f);
-            tr[tt][4 * w] = v.x; tr[tt][4 * w + 1] = v.y; tr[tt][4 * w + 2] = v.z; tr[tt][4 * w + 3] = v.w;
-        }
-    }
-#define TRV(tt, jj) tr[tt][jj]
+#define WT_TGLOBAL
 #endif
+#include "warp_transitions.h"
 
     /* the D scan's running products of tDD over the lanes below */
     float Pup[5];
@@ -87,39 +79,14 @@ void RF_NAME(
     }
 
     float Mc[RF_C], Ic[RF_C], Dc[RF_C], e[RF_C];
-    /* the lane's words of the M, I, D blocks of a stored row (from its float4 word 0) */
-#define RF_STORE(row) {                                                                 \
-        __global float4 *r_ = (row);                                                    \
-        for (int w = 0; w < RF_Q; w++) {                                               \
-            if (q0 + w < Q4) {                                                          \
-                r_[q0 + w] = (float4) (Mc[4 * w], Mc[4 * w + 1], Mc[4 * w + 2], Mc[4 * w + 3]); \
-                r_[Q4 + q0 + w] = (float4) (Ic[4 * w], Ic[4 * w + 1], Ic[4 * w + 2], Ic[4 * w + 3]); \
-                r_[2 * Q4 + q0 + w] = (float4) (Dc[4 * w], Dc[4 * w + 1], Dc[4 * w + 2], Dc[4 * w + 3]); \
-            }                                                                           \
-        }                                                                               \
-    }
-
-    /* e <- the emissions of residue code xi at the lane's nodes */
-#define RF_EMIS(xi) {                                                                   \
-        __global const float4 *e4_ = em4 + (int) (xi) * (exs / 4);                     \
-        for (int w = 0; w < RF_Q; w++) {                                               \
-            const float4 v = q0 + w < Q4 ? e4_[(q0 + w) * (ews / 4)] : (float4) (0.0f); \
-            e[4 * w] = v.x; e[4 * w + 1] = v.y; e[4 * w + 2] = v.z; e[4 * w + 3] = v.w; \
-        }                                                                               \
-    }
-
 #define FS_C RF_C
-#define FS_EMIS RF_EMIS
-#define FS_STORE RF_STORE
 #include "forward_stored.h"
-#undef FS_C
-#undef FS_EMIS
-#undef FS_STORE
     if (lane == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
 #undef FX
 #undef FROW
-#undef RF_STORE
-#undef RF_EMIS
+#undef FS_STORE
+#undef FS_EMIS
+#undef FS_C
 }
 
 #undef RF_Q
