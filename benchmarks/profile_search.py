@@ -36,6 +36,7 @@ class ThreadSampler:
         import threading
 
         self.interval, self.samples, self.names = interval, {}, {}
+        self.timeline = []  # (seconds since start, thread, innermost hmmcascade line)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
 
@@ -50,7 +51,9 @@ class ThreadSampler:
         import threading
 
         me = threading.get_ident()
+        t0 = time.perf_counter()
         while not self._stop.wait(self.interval):
+            now = time.perf_counter() - t0
             self.names.update((th.ident, th.name) for th in threading.enumerate())
             for ident, frame in sys._current_frames().items():
                 if ident == me:
@@ -65,6 +68,7 @@ class ThreadSampler:
                 d = self.samples.setdefault(ident, ({}, {}))
                 d[0][leaf] = d[0].get(leaf, 0) + 1
                 d[1][ours] = d[1].get(ours, 0) + 1
+                self.timeline.append((now, ident, ours if ours is not None else leaf))
 
     def report(self, buf, top: int):
         print(f"\n---- thread samples every {self.interval * 1e3:.1f} ms (seconds = samples x interval) ----",
@@ -76,6 +80,22 @@ class ThreadSampler:
                 print(f"    by {title}:", file=buf)
                 for key, c in sorted(d.items(), key=lambda kv: -kv[1])[:top]:
                     print(f"      {c * self.interval:7.3f}s {100 * c / n:5.1f}%  {key}", file=buf)
+
+    def report_window(self, buf, lo: float, hi: float, top: int):
+        """Per thread, the innermost hmmcascade lines sampled from ``lo`` to ``hi`` seconds (negative:
+        before the last sample)."""
+        end = self.timeline[-1][0] if self.timeline else 0.0
+        lo, hi = (x + end if x < 0 else x for x in (lo, hi))
+        print(f"\n---- samples from {lo:.2f} s to {hi:.2f} s after the search started ----", file=buf)
+        per = {}
+        for t, ident, key in self.timeline:
+            if lo <= t < hi:
+                d = per.setdefault(ident, {})
+                d[key] = d.get(key, 0) + 1
+        for ident, d in sorted(per.items(), key=lambda kv: -sum(kv[1].values())):
+            print(f"  thread {self.names.get(ident, ident)}: {sum(d.values()) * self.interval:.2f} s", file=buf)
+            for key, c in sorted(d.items(), key=lambda kv: -kv[1])[:top]:
+                print(f"      {c * self.interval:7.3f}s  {key}", file=buf)
 
 
 def main() -> int:
@@ -97,6 +117,9 @@ def main() -> int:
     ap.add_argument("--gc", action="store_true", help="leave cyclic garbage collection on during the search")
     ap.add_argument("--warm", action="store_true",
                     help="run one search before the profiled one (buffer pools, page-locked memory, kernels built)")
+    ap.add_argument("--window", action="append", default=[], metavar="LO:HI",
+                    help="with --sample: also each thread's lines sampled from LO to HI seconds into the search "
+                         "(negative: before its end)")
     ap.add_argument("--sample", type=float, default=None, metavar="SECONDS",
                     help="instead of cProfile: sample every thread's stack at this interval (wall time per "
                          "thread, by innermost frame and by innermost hmmcascade function)")
@@ -220,6 +243,9 @@ def main() -> int:
     cascade.ThreadPoolExecutor = real_pool
     if sampler:
         sampler.report(buf, args.top)
+        for w in args.window:
+            lo, hi = (float(x) for x in w.split(":"))
+            sampler.report_window(buf, lo, hi, args.top)
     for key in (("tottime", "cumulative") if not sampler else ()):
         print(f"\n---- by {key} ----", file=buf)
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(args.top)

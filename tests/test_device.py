@@ -98,3 +98,50 @@ def test_ptx_options_by_compute_capability(monkeypatch):
     assert opts(9, "Portable Computing Language") == []
     monkeypatch.setenv("HMMCASCADE_NO_PTX", "1")
     assert opts(9) == []
+
+
+def test_device_layouts_equal_the_host_layouts(device, default_db):
+    """layout.cl's tables (every model, uchar / short / float elements, each pad) and a batch's
+    grouped residues (sequences of every length class, lanes past the last sequence) equal the
+    host's construction of the same layouts, byte for byte."""
+    from hmmcascade.filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _emission_words, _transition_words
+    from hmmcascade.io import SequenceSet
+    from hmmcascade.profiles import length_params
+
+    db = default_db
+    models = DeviceModels(device, db)
+    cases = [
+        (models.msv_cost, _emission_words(db, db.msv_cost_u8, 255)),
+        (models.vit_msc, _emission_words(db, db.vit_msc_i16, -32768)),
+        (models.vit_tsc, _transition_words(db, db.vit_tsc_i16, -32768)),
+        (models.vit_tsc_t, _transition_words(db, db.vit_tsc_i16, -32768, by_transition=True)),
+        (models.fwd_msc, _emission_words(db, db.fwd_msc_f32, 0.0)),
+        (models.fwd_msc_nodes, _emission_words(db, db.fwd_msc_f32, 0.0, node_major=True)),
+        (models.fwd_tsc, _transition_words(db, db.fwd_tsc_f32, 0.0)),
+    ]
+    for buf, want in cases:
+        got = device.from_device(buf, want.dtype, len(want))
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert (db.M % 4 != 0).any()  # padded nodes were checked
+
+    rng = np.random.default_rng(5)
+    lengths = np.sort(np.concatenate([rng.integers(1, 9, 70), rng.integers(9, 700, 90)])).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths[:-1])]).astype(np.int64)
+    residues = rng.integers(0, 29, int(lengths.sum())).astype(np.uint8)
+    seqs = SequenceSet(names=[f"s{i}" for i in range(len(lengths))], descriptions=[""] * len(lengths),
+                       lengths=lengths, offsets=offsets, residues=residues)
+    batch = DeviceBatch.upload(device, seqs, length_params(lengths, db))
+    assert len(lengths) % LOCAL_SIZE != 0  # the last group has lanes past the last sequence
+    want = np.full(batch.grp_words * 4, 31, dtype=np.uint8)
+    base = 0
+    for g in range(-(-len(lengths) // LOCAL_SIZE)):
+        lens = lengths[g * LOCAL_SIZE:(g + 1) * LOCAL_SIZE]
+        words = (int(lens.max()) + 3) // 4
+        for lane, L in enumerate(lens.tolist()):
+            s = g * LOCAL_SIZE + lane
+            pos = np.arange(L)
+            want[4 * (base + (pos // 4) * LOCAL_SIZE + lane) + pos % 4] = residues[offsets[s]: offsets[s] + L]
+        base += words * LOCAL_SIZE
+    assert base == batch.grp_words
+    got = device.from_device(batch.dsq_grouped4, np.uint32, batch.grp_words).view(np.uint8)
+    assert np.array_equal(got, want)

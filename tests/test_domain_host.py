@@ -469,6 +469,32 @@ def test_hit_records_equal_per_hit_code(captured, th):
     assert sum(h.reported for h in ours) > 0
 
 
+@pytest.mark.parametrize("th", [cascade.Thresholds(Z=2000), cascade.Thresholds(Z=2000, E=1e-3, domE=1e-4, incT=30.0),
+                                cascade.Thresholds(Z=2000, cut="ga")], ids=["default", "E", "cut_ga"])
+def test_threshold_from_key_columns_equals_per_record(captured, th):
+    """The search's way (make_hits' key arrays, domain flags set in each batch's DomainSource, the
+    records' Domain objects made afterwards when first read) gives the records threshold_hits
+    gives from the records themselves, #h74 duplicates included."""
+    _, calls = captured
+    ours, theirs, keys = [], [], []
+    for args, new in calls:
+        db, seqs, pair_seq, pair_model = args[:4]
+        out = {"seq": pair_seq, "model": pair_model}
+        index = np.arange(len(seqs))
+        theirs += cascade.make_hits(db, seqs, index, dict(out, domains=domains.score_domains(*args)), th, 2000.0)
+        k = {}
+        ours += cascade.make_hits(db, seqs, index, dict(out, domains=domains.score_domains(*args)), th, 2000.0, keys=k)
+        keys.append(k)
+    cols = cascade.key_columns(keys)
+    assert cols is not None and len(cols["sources"]) == len(calls)
+    cascade.threshold_hits(theirs, th, 2000.0)
+    cascade.threshold_hits(ours, th, 2000.0, db, flagged=True, cols=cols)
+    assert not any(s._lists is not None for s in cols["sources"])  # (no record was read)
+    assert [hit_to_dict(h) for h in ours] == [hit_to_dict(h) for h in theirs]
+    assert sum(d.reported for h in ours for d in h.domains) > 0
+    assert cols["noverlaps"].any()  # (the #h74 workaround had overlaps to look at)
+
+
 def test_make_hits_takes_a_list_of_pair_domains(captured, default_db):
     """A plain list of PairDomains (the reference block's result) gives the same hits as the batch."""
     _, calls = captured
@@ -616,3 +642,50 @@ def test_hit_order_equals_sorting_by_key():
         assert output.hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist() == want
         one = [h for h in hits if h.model == 1]
         assert output.sort_hits(one, inc_by_E=inc_by_E) == sorted(one, key=lambda h: _ref_sort_key(h, inc_by_E))
+
+
+def test_h74_workaround_on_key_columns_equals_per_record():
+    """Duplicate alignments within a hit (#h74): the column path drops the same domains as the
+    records' path (the lower score of each equal pair, the later one on ties)."""
+    rng = np.random.default_rng(74)
+    hits, doms_all = [], []
+    for t in range(300):
+        doms = []
+        for _ in range(int(rng.integers(0, 5))):
+            i = int(rng.integers(1, 4))
+            ali = Alignment(1, 2, i, i + int(rng.integers(0, 2)), "", "", "", "", 5, 5)
+            doms.append(Domain(1, 2, float(rng.choice([5.0, 7.0, 9.0])), 0.0, float(rng.uniform(-30, -1)), 0.0, 0.0,
+                               0.0, ali))
+        hits.append(Hit(model=int(rng.integers(0, 4)), target=t, model_name="m", model_acc="", model_length=5,
+                        target_name=f"t{t}", target_acc="", target_desc="", target_length=5, score=30.0,
+                        pre_score=30.0, bias=0.0, lnP=-20.0, evalue=0.0, reported=True, included=bool(t % 3),
+                        noverlaps=int(rng.integers(0, 2)) * len(doms), domains=doms))
+        doms_all += doms
+    th = cascade.Thresholds(Z=500)
+
+    class Source:  # the DomainSource interface threshold_hits uses
+        def __init__(self, n):
+            self.n, self.values = n, {}
+
+        def __len__(self):
+            return self.n
+
+        def set_flags(self, **values):
+            self.values = {k: np.array(v) for k, v in values.items()}
+
+    nd = np.array([len(h.domains) for h in hits])
+    half = int(nd[:150].sum())
+    sources = [Source(half), Source(int(nd.sum()) - half)]
+    cols = {"model": np.array([h.model for h in hits]), "reported": np.ones(len(hits), dtype=bool),
+            "included": np.array([h.included for h in hits]), "nd": nd,
+            "noverlaps": np.array([h.noverlaps for h in hits]),
+            "dom_lnP": np.array([d.lnP for d in doms_all]), "dom_score": np.array([d.score for d in doms_all]),
+            "dom_ali_from": np.array([d.ali_from for d in doms_all]),
+            "dom_ali_to": np.array([d.ali_to for d in doms_all]), "sources": sources}
+    cascade.threshold_hits(hits, th, 500.0, flagged=True, cols=cols)
+    cascade.threshold_hits(hits, th, 500.0, flagged=True)
+    got = {k: np.concatenate([s.values[k] for s in sources]) for k in sources[0].values}
+    for name in ("c_evalue", "i_evalue", "reported", "included"):
+        assert got[name].tolist() == [getattr(d, name) for d in doms_all], name
+    assert 0 < sum(not d.reported for d in doms_all) < len(doms_all)
+    assert any(not d.reported and h.noverlaps for h in hits for d in h.domains if h.included)

@@ -159,11 +159,15 @@ def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_resi
     n = len(lengths_sorted)
     cum = np.concatenate([[0], np.cumsum(lengths_sorted, dtype=np.int64)])
     start = 0
+    lengths = np.asarray(lengths_sorted, dtype=np.int64)
     while start < n:
-        end = start + 1
-        while end < n and end - start < max_seqs and (end + 1 - start) * int(lengths_sorted[end]) <= max_cells \
-                and (max_residues is None or cum[end + 1] - cum[start] <= max_residues):
-            end += 1
+        # the batch grows while each bound allows one more sequence (every bound grows with the
+        # batch: lengths ascend), so its end is the first sequence some bound refuses
+        e = np.arange(start + 1, n, dtype=np.int64)
+        ok = (e - start < max_seqs) & ((e + 1 - start) * lengths[start + 1:] <= max_cells)
+        if max_residues is not None:
+            ok &= cum[start + 2:] - cum[start] <= max_residues
+        end = n if ok.all() else start + 1 + int(np.argmin(ok))
         # a remainder of under 1/16 of the residue bound joins this batch where the other bounds allow
         # (a batch of its own, the longest sequences, would pass through every stage alone at the end)
         if max_residues is not None and end < n and cum[n] - cum[end] < max_residues // 16 \
@@ -228,8 +232,10 @@ class Cascade:
         thr_model, thr_seq = _msv_thresholds(lp, self.db, th.F1)
         sel = self._select(th)
         select = None if sel is None else (lambda n_ranges: sel.begin_batch(batch, lp, n_ranges))
-        return _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq, select=select),
-                      time.perf_counter() - t0)
+        begun = _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq, select=select),
+                       time.perf_counter() - t0)
+        mark("begin", t0)
+        return begun
 
     def _select(self, th: Thresholds):
         """The device-side tests for these thresholds (:mod:`hmmcascade.select`), or None where
@@ -623,6 +629,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     Z = float(th.Z) if th.Z else float(len(seqs))
     total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
     cascade = Cascade(dev, db, scratch_bytes=scratch_bytes)
+    mark("init", t_start)
     batch_cells = batch_cells or min(256 << 20, max(dev.global_mem_bytes // 64, 1 << 20))
     order = np.argsort(seqs.lengths, kind="stable")
     order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
@@ -652,6 +659,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         worker.submit(name_rank, seqs)  # (for the final sort, while the records thread has nothing else to do)
         cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
                       seqs.lengths[order], batch_residues)
+        mark("cuts", t_start)
 
         def begin(b):  # batch b prepared and uploaded
             return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None
@@ -708,12 +716,11 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         total.host_s += host_s[0]
         total.kernel_s["domains"] += cascade.domains.late_kernel_s  # envelope launches read in the records thread
         tm = time.perf_counter()
-        cols, parts = None, [k for k in keys if k]
-        if parts and None not in keys and all("nd" in k for k in parts):
-            cols = {name: np.concatenate([k[name] for k in parts]) for name in parts[0]}
+        cols = key_columns(keys)
         threshold_hits(records, th, Z, db, flagged=True, cols=cols)
+        tm = mark("threshold", tm)
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
-        mark("threshold_sort", tm)
+        mark("sort", tm)
     total.wall_s = time.perf_counter() - t_start
     rep = list(filter(attrgetter("reported"), records))
 
@@ -775,7 +782,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
     at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
     sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
     """
-    from .domains import PairDomainsBatch
+    from .domains import DomainSource, PairDomainsBatch, _ranges
 
     pds = out.get("domains", [])
     if not isinstance(pds, PairDomainsBatch):
@@ -799,7 +806,11 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
         return []
     P, m, t, lnP, evalue = P[keep], m[keep], t[keep], lnP[keep], evalue[keep]
     best = _first_max(pds.dom["score"], pds.dom_start[P], pds.ndom[P])
-    dom_lists = pds.domains(P)
+    # the domains' records are made when first read (DomainList); their E-values and flags are
+    # set in arrays (threshold_hits, and the cutoffs below)
+    # (PairDomains lists keep the records they have)
+    source = DomainSource(pds, P) if "ali_from" in pds.dom else None
+    dom_lists = source.hit_lists() if source is not None else pds.domains(P)
     seq_score, pre_score = pds.seq_score[P], pds.pre_score[P]
     score64 = seq_score.astype(np.float64)  # the records' score, as threshold_hits and sort_hits read it
     bias = (pre_score.astype(np.float32) - seq_score.astype(np.float32)).astype(np.float64)
@@ -825,26 +836,25 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
         iali, jali = np.zeros(len(P), dtype=np.int64), np.zeros(len(P), dtype=np.int64)
         iali[has], jali[has] = pds.dom["ali_from"][first[has]], pds.dom["ali_to"][first[has]]
         keys.update(model=m, lnP=lnP, score=score64, iali=iali, jali=jali, target=t)
+    nd = pds.ndom[P]
+    di = _ranges(pds.dom_start[P], nd)  # the records' domains, in order
     if th.cut:
         included = (score[keep] >= cut_seq[keep]).tolist()
-        nd = pds.ndom[P]
-        dcut = np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
-        drep = (pds.dom["score"][np.repeat(pds.dom_start[P] - np.cumsum(nd) + nd, nd) + np.arange(int(nd.sum()))]
-                >= dcut).tolist()
-        at = 0
+        drep = pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
+        if source is not None:
+            source.set_flags(reported=drep, included=drep)
+        flags = iter(drep.tolist())
         for h, inc in zip(hits, included):
             h.reported, h.included = True, inc
-            for dom in h.domains:
-                dom.reported = dom.included = drep[at]
-                at += 1
-    if keys:  # threshold_hits' inputs as arrays too: flags, and the domains' lnP and scores in record order
-        from .domains import _ranges
-
-        nd = pds.ndom[P]
-        di = _ranges(pds.dom_start[P], nd)
+            if source is None:
+                for dom in h.domains:
+                    dom.reported = dom.included = next(flags)
+    if keys:  # threshold_hits' inputs as arrays too: flags, and the domains' values in record order
         keys.update(reported=np.ones(len(P), dtype=bool),
                     included=np.asarray(included, dtype=bool).reshape(len(P)), nd=nd, noverlaps=pds.noverlaps[P],
-                    dom_lnP=pds.dom["lnP"][di], dom_score=pds.dom["score"][di])
+                    dom_lnP=pds.dom["lnP"][di], dom_score=pds.dom["score"][di],
+                    dom_ali_from=pds.dom["ali_from"][di], dom_ali_to=pds.dom["ali_to"][di],
+                    dom_reported=source.reported.copy(), dom_included=source.included.copy(), source=source)
     return hits
 
 
@@ -861,6 +871,17 @@ def _first_max(values: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.n
         best[live[better]] = d
         top[live[better]] = cand[better]
     return best
+
+
+def key_columns(keys: list) -> dict | None:
+    """The columns :func:`threshold_hits` reads (``cols``) from the ``keys`` of each batch's
+    :func:`make_hits`, in the records' order; None where some batch has none."""
+    parts = [k for k in keys if k]
+    if not parts or None in keys or not all("nd" in k for k in parts):
+        return None
+    cols = {name: np.concatenate([k[name] for k in parts]) for name in parts[0] if name != "source"}
+    cols["sources"] = [k["source"] for k in parts]
+    return cols
 
 
 def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None,
@@ -908,6 +929,9 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     else:
         _, group = np.unique(model, return_inverse=True)
         domZ = np.bincount(group, weights=rep.astype(np.float64))[group]
+    if cols is not None and "sources" in cols:
+        _threshold_domains(cols, th, Z, rep, inc, domZ)
+        return
     dom_lists = list(map(attrgetter("domains"), hits))
     nd = cols["nd"] if cols is not None else np.fromiter(map(len, dom_lists), dtype=np.int64, count=n)
     doms = list(chain.from_iterable(dom_lists))
@@ -934,6 +958,46 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
                 if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
                     drop = d2 if d1.score >= d2.score else d1
                     drop.reported = drop.included = False
+
+
+def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, inc: np.ndarray,
+                       domZ: np.ndarray) -> None:
+    """:func:`threshold_hits`' domain part on the columns of :func:`make_hits`' keys: E-values and
+    flags of every domain as arrays, then the #h74 workaround on them, set in each batch's
+    :class:`~hmmcascade.domains.DomainSource` (``cols["sources"]``: the sources in record order)."""
+    nd = cols["nd"]
+    dh = np.repeat(np.arange(len(nd)), nd)
+    e = _exp(cols["dom_lnP"])
+    c_evalue, i_evalue = e * domZ[dh], e * Z
+    if not th.cut:
+        dscore = cols["dom_score"]
+        drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
+        dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
+    else:
+        drep, dinc = cols["dom_reported"].copy(), cols["dom_included"].copy()
+    # workaround_bug_h74, as threshold_hits, on the domains of the hits with overlaps
+    from .domains import _ranges
+
+    over = np.flatnonzero(cols["noverlaps"])
+    first = (np.cumsum(nd) - nd)[over]
+    idx = _ranges(first, nd[over])
+    af, at, sc = (cols[name][idx].tolist() for name in ("dom_ali_from", "dom_ali_to", "dom_score"))
+    drop, pos = [], 0
+    for a0, k in zip(first.tolist(), nd[over].tolist()):
+        for a in range(pos, pos + k):
+            for b in range(a + 1, pos + k):
+                if af[a] == af[b] and at[a] == at[b]:
+                    drop.append(a0 + (b if sc[a] >= sc[b] else a) - pos)
+        pos += k
+    drep[drop] = dinc[drop] = False
+    at = 0
+    for source in cols["sources"]:
+        k = len(source)
+        source.set_flags(c_evalue=c_evalue[at:at + k], i_evalue=i_evalue[at:at + k], reported=drep[at:at + k],
+                         included=dinc[at:at + k])
+        at += k
+    if at != len(c_evalue):
+        raise ValueError("threshold_hits: the records' domains are not the columns' domains")
 
 
 def name_rank(seqs: SequenceSet) -> np.ndarray:

@@ -42,7 +42,7 @@ from .device import Device, _cl
 from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch,
                       mark, union_seconds, warp_runs)
 from .profiles import KP, ProfileDB, logf_array
-from .results import Alignment, AlignmentLines, Domain, gc_paused
+from .results import Alignment, AlignmentLines, Domain, DomainList, gc_paused
 
 __all__ = ["DomainEngine", "PairDomains", "PairDomainsBatch", "flogsum", "encode_pp"]
 
@@ -335,10 +335,6 @@ class DomainEngine:
         #: to no batch's stage time (the search adds them at its end)
         self.late_kernel_s = 0.0
         self._stats_lock = threading.Lock()
-        # the node-major emission table made in a thread while the filters run (the first decode
-        # would wait for it)
-        self._msc_lock = threading.Lock()
-        threading.Thread(target=self._node_emissions, name="node-emissions", daemon=True).start()
         self.cells = {"decode": 0, "region_fwd": 0, "ensemble": 0, "envelope": 0}
         ev = np.unique(db.fwd_xf_e_f32.reshape(-1, 2), axis=0)
         if len(ev) != 1:
@@ -383,6 +379,7 @@ class DomainEngine:
         a = segments[-1][1] if segments else 0
         if a < n:
             segments.append((a, n, 0))
+        seg_c = {a: c for a, _, c in segments}  # (launch log names)
         queues = self.dev.queues()  # launches overlap on a GPU (see envelopes)
         nq = len(queues)
         budget = self.launch_budget(nq)
@@ -404,7 +401,8 @@ class DomainEngine:
             sec = _event_seconds([ev])
             self.kernel_s["decode"] += sec
             self.intervals.append((ev.profile.start, ev.profile.end))
-            log_launch("fb_parser", sec, lambda: self.db.M[job[a + j0:a + j1, 1]].astype(np.int64) * L[order[a + j0:a + j1]])
+            log_launch(f"fb_parser/warp{seg_c[a]}" if seg_c[a] else "fb_parser/serial", sec,
+                       lambda: self.db.M[job[a + j0:a + j1, 1]].astype(np.int64) * L[order[a + j0:a + j1]])
             cl.enqueue_copy(queues[slot], out[a + j0:a + j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[a + j0:a + j1, 5] > region_cap)
             for t in want.tolist():
@@ -529,6 +527,7 @@ class DomainEngine:
                                                extra=5 * cap[a:b], budget_bytes=budget)
             launches += [(a + j0, a + j1, ls, f) for j0, j1, ls, f in run]
             chunk += [c] * len(run)
+        chunk_of = {j0: c for (j0, _, _, _), c in zip(launches, chunk)}  # (launch log names)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
         slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4])
@@ -547,7 +546,8 @@ class DomainEngine:
             with self._stats_lock:
                 self.kernel_s["envelope"] += sec
                 sink[0].append((ev.profile.start, ev.profile.end))
-            log_launch(f"envelope{mode}", sec, lambda: Ms[j0:j1] * Ls[j0:j1])
+            log_launch(f"envelope{mode}/{f'warp{chunk_of[j0]}' if chunk_of.get(j0) else kernel}", sec,
+                       lambda: Ms[j0:j1] * Ls[j0:j1])
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
             out = read()
@@ -769,24 +769,10 @@ class DomainEngine:
         return buf, subs, unpack
 
     def _node_emissions(self):
-        """The kernels' node-major emission table on the device, built once: per model words
-        ``[W/4][KP][4]`` (zero-padded), and per model its offset in words of 4 floats."""
-        with self._msc_lock:
-            if getattr(self, "_msc_nodes", None) is None:
-                self._msc_nodes = self._make_node_emissions()
-        return self._msc_nodes
-
-    def _make_node_emissions(self):
-        parts, offs, total = [], [], 0
-        for mdl in range(len(self.db)):
-            Mm = int(self.db.M[mdl])
-            Q = (Mm + 3) // 4
-            a = np.zeros((KP, 4 * Q), dtype=F32)
-            a[:, :Mm] = self.db.emission(self.db.fwd_msc_f32, mdl)
-            parts.append(a.reshape(KP, Q, 4).transpose(1, 0, 2).ravel())
-            offs.append(total)
-            total += KP * Q
-        return self.dev.to_device(np.concatenate(parts)), self.dev.to_device(np.array(offs, dtype=np.int64))
+        """The kernels' node-major emission table on the device (per model words ``[W/4][KP][4]``,
+        zero-padded, made by :class:`~hmmcascade.filters.DeviceModels`) and each model's offset in
+        words of 4 floats."""
+        return self.models.fwd_msc_nodes, self.models.word_emis_off
 
     def _read_lane(self, scr, off: int, ls: int, need: int, queue=None) -> np.ndarray:
         """Floats 0..need-1 of one job's word-interleaved scratch (``off``: its job_off, ``ls``:
@@ -1276,10 +1262,14 @@ class PairDomainsBatch(Sequence):
                            seq_score=float(self.seq_score[p]), pre_score=float(self.pre_score[p]),
                            sum_score=float(self.sum_score[p]))
 
-    def domains(self, pairs) -> list[list[Domain]]:
-        """The Domain records (with their alignments) of each pair in ``pairs``."""
+    def domains(self, pairs, flags: "DomainSource | None" = None) -> list[list[Domain]]:
+        """The Domain records (with their alignments) of each pair in ``pairs``.
+
+        ``flags``: the records' E-values and flags (c_evalue, i_evalue, reported, included) from
+        its arrays, over the pairs' domains in order; the records are then made anew (not
+        kept).  Without it they start at 0 / False and are made once per pair."""
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1).tolist()
-        made = self._made
+        made = {} if flags is not None else self._made
         with gc_paused():
             todo = [p for p in pairs if p not in made]
             if todo:
@@ -1288,14 +1278,66 @@ class PairDomainsBatch(Sequence):
                 col = [self.dom[name][idx].tolist() for name in (
                     "env_from", "env_to", "score", "bias", "lnP", "acc", "env_nats", "correction_nats", "hmm_from",
                     "hmm_to", "ali_from", "ali_to", "M", "L")]
+                k = len(idx)
+                if flags is not None:
+                    col += [flags.c_evalue.tolist(), flags.i_evalue.tolist(), flags.reported.tolist(),
+                            flags.included.tolist()]
+                else:
+                    col += [[0.0] * k, [0.0] * k, [False] * k, [False] * k]
                 lines = self.lines
                 from_lines = Alignment.from_lines
-                recs = [Domain(ef, et, sc, bi, lp, 0.0, 0.0, ac, from_lines(lines, n, hf, ht, af, at, M, L), en, cn)
-                        for n, ef, et, sc, bi, lp, ac, en, cn, hf, ht, af, at, M, L in zip(idx.tolist(), *col)]
+                recs = [Domain(ef, et, sc, bi, lp, ce, ie, ac, from_lines(lines, n, hf, ht, af, at, M, L), en, cn, r, i)
+                        for n, ef, et, sc, bi, lp, ac, en, cn, hf, ht, af, at, M, L, ce, ie, r, i in zip(
+                            idx.tolist(), *col)]
                 end = np.cumsum(nd)
                 for p, a, b in zip(todo, (end - nd).tolist(), end.tolist()):
                     made[p] = recs[a:b]
             return [made[p] for p in pairs]
+
+
+class DomainSource:
+    """The Domain records of a batch's hits (pairs ``P`` of a :class:`PairDomainsBatch`, in the
+    records' order), made all at once when one is first read (:class:`~hmmcascade.results.DomainList`).
+
+    Their E-values and flags live in arrays over those domains in order (``c_evalue``,
+    ``i_evalue``, ``reported``, ``included``; 0 / False until :meth:`set_flags`): the search's
+    :func:`~hmmcascade.cascade.threshold_hits` sets them for every batch with a few array
+    copies instead of four attributes on each record."""
+
+    def __init__(self, pds: PairDomainsBatch, P: np.ndarray):
+        self.pds, self.P = pds, np.asarray(P, dtype=np.int64)
+        self.nd = pds.ndom[self.P].astype(np.int64)
+        n = int(self.nd.sum())
+        self.c_evalue, self.i_evalue = np.zeros(n), np.zeros(n)
+        self.reported, self.included = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        self._lists = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.c_evalue)
+
+    def hit_lists(self) -> list:
+        """One :class:`~hmmcascade.results.DomainList` per hit, in order."""
+        return [DomainList(self, k, n) for k, n in enumerate(self.nd.tolist())]
+
+    def lists(self) -> list[list[Domain]]:
+        """Every hit's Domain records (made on the first call)."""
+        with self._lock:
+            if self._lists is None:
+                self._lists = self.pds.domains(self.P, flags=self)
+            return self._lists
+
+    def set_flags(self, **values) -> None:
+        """Set ``c_evalue``, ``i_evalue``, ``reported``, ``included`` (arrays over the domains);
+        records already made get them too."""
+        with self._lock:
+            for name, v in values.items():
+                getattr(self, name)[:] = v
+            if self._lists is not None:
+                doms = [d for ds in self._lists for d in ds]
+                for name in values:
+                    for d, v in zip(doms, getattr(self, name).tolist()):
+                        setattr(d, name, v)
 
 
 def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,

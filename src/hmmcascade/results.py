@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -199,6 +200,45 @@ class Domain:
         return self.alignment.hmm_to
 
 
+class DomainList(Sequence):
+    """A hit's domains as a read-only sequence, made from its batch's arrays when first read.
+
+    A search's records hold these instead of lists: the batch's Domain and Alignment objects
+    (several per hit) are made all at once the first time any of its hits' domains is read
+    (``source.lists()``: one list per hit of the batch), so a search that is only counted or
+    sorted never makes them.  Equal to a list of the same domains; pickles and copies as a list."""
+
+    __slots__ = ("_source", "_k", "_n")
+
+    def __init__(self, source, k: int, n: int):
+        self._source, self._k, self._n = source, k, n
+
+    def _items(self) -> list:
+        return self._source.lists()[self._k]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        return self._items()[i]
+
+    def __iter__(self):
+        return iter(self._items())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, DomainList)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+
 @dataclass(slots=True)
 class Hit:
     """One (model, target) pair that met the reporting threshold (HMMER's P7_HIT)."""
@@ -225,7 +265,7 @@ class Hit:
     best_domain: int = 0  #: index into ``domains`` of the best-scoring domain
     reported: bool = False
     included: bool = False
-    domains: list[Domain] = field(default_factory=list)
+    domains: list[Domain] = field(default_factory=list)  #: a list, or (a search's records) a DomainList
 
     @property
     def ndom(self) -> int:
