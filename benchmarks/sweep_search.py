@@ -12,6 +12,7 @@ the comparison with pyhmmer is run_benchmark.py's.)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,13 +27,17 @@ from run_benchmark import PROGRAMS, add_workload_arguments, open_workload  # noq
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_workload_arguments(ap)
-    ap.add_argument("--set", required=True, help="NAME=v1,v2,...: a hmmcascade.cascade constant and its values")
+    ap.add_argument("--set", required=True, help="NAME=v1,v2,...: a hmmcascade.cascade constant and its values, "
+                    "or env:NAME=v1,v2,...: an environment variable read during the search (as HMMCASCADE_SIDE_QUEUE)")
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     name, _, values = args.set.partition("=")
-    if not hasattr(cascade, name) or not values:
+    env = name.startswith("env:")
+    if env:
+        name = name[4:]
+    if not values or (not env and not hasattr(cascade, name)):
         ap.error(f"--set: hmmcascade.cascade has no constant {name!r}, or no values given")
-    kind = type(getattr(cascade, name))
+    kind = str if env else type(getattr(cascade, name))
     vals = [kind(v) for v in values.split(",")]
     db, seqs, dev = open_workload(args)
     for prog in PROGRAMS:
@@ -41,7 +46,10 @@ def main() -> int:
     times = {v: [] for v in vals}
     for r in range(args.repeat):
         for v in vals:
-            setattr(cascade, name, v)
+            if env:
+                os.environ[name] = v
+            else:
+                setattr(cascade, name, v)
             t = time.perf_counter()
             res = cascade.search(db, seqs, dev)
             times[v].append(time.perf_counter() - t)

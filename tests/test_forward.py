@@ -167,7 +167,8 @@ def test_forward_filter_matches_float64_forward(default_hmms, msv_sample, device
         got, _ = ff(batch, pair_seq, pair_model)
     warp = [r for r in log if r[0].startswith("ForwardFilter/warp")]
     if path == "warp":  # M 13, 44, 59 -> warp4; 154, 216 -> warp8; 363 -> warp12; 647 -> warp24; 1021 -> warp32
-        assert [r[0] for r in warp] == [f"ForwardFilter/warp{c}" for c in (4, 8, 12, 24, 32)]
+        # (in launch order; with a side queue its launches, warp24 and warp32, come first)
+        assert sorted(r[0] for r in warp) == sorted(f"ForwardFilter/warp{c}" for c in (4, 8, 12, 24, 32))
         assert sum(r[2] for r in log) == sum(r[2] for r in warp) == 8 * len(sub)
     else:
         assert not warp

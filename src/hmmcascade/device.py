@@ -179,6 +179,36 @@ class Device:
         handed to the next launch because that launch runs after every earlier one."""
         return [self.queue]
 
+    @property
+    def side_queue(self):
+        """A second in-order queue for the launches that keep a few work-groups busy for long (the
+        longest models' warps and work-groups), or None (CPU devices, unless ``HMMCASCADE_SIDE_QUEUE=1``;
+        none with ``HMMCASCADE_SIDE_QUEUE=0``).
+
+        Kernels of two queues run at once on NVIDIA's OpenCL when neither writes what the other
+        uses (benchmarks/opencl_queues.py, H200, 2026-11-22: two 50 ms kernels reading one table
+        overlap fully), so the main queue's launches fill the device around such a launch instead
+        of waiting behind it.  Use :meth:`begin_side` before each side launch."""
+        want = os.environ.get("HMMCASCADE_SIDE_QUEUE", "")
+        if want == "0" or (want != "1" and not self.is_gpu):
+            return None
+        with self._lock:
+            if "_side_queue" not in self.__dict__:
+                self._side_queue = _cl().CommandQueue(self.ctx, properties=_cl().command_queue_properties.PROFILING_ENABLE)
+            return self._side_queue
+
+    def begin_side(self):
+        """The side queue, made to wait for everything queued on the main queue so far (the uploads
+        and pool buffers a launch takes are ordered by the main queue); None when there is none.
+
+        The buffers a side launch uses must stay referenced until it is known done (read back on
+        the side queue): the pool orders a buffer's reuse by the main queue alone."""
+        side = self.side_queue
+        if side is not None:
+            cl = _cl()
+            cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(self.queue)])
+        return side
+
     @_locked
     def program(self, name: str):
         """Build (once) and return the program of ``kernels/<name>.cl``."""

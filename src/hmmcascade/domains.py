@@ -39,8 +39,8 @@ import numpy as np
 
 from . import stats
 from .device import Device, _cl
-from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch,
-                      mark, union_seconds, warp_runs)
+from .filters import (LOCAL_SIZE, SIDE_WARP_C, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up,
+                      log_launch, mark, union_seconds, warp_runs)
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, DomainList, gc_paused
 
@@ -380,7 +380,13 @@ class DomainEngine:
         if a < n:
             segments.append((a, n, 0))
         seg_c = {a: c for a, _, c in segments}  # (launch log names)
-        queues = self.dev.queues()  # launches overlap on a GPU (see envelopes)
+        # the longest models' segments on the side queue where there is one, started first, so that
+        # they run beside the others' launches (each queue reuses its scratch launch after launch)
+        side = self.dev.side_queue
+        on_side = [side is not None and (c == 0 or c >= SIDE_WARP_C) for _, _, c in segments]
+        segments = [sg for sg, sd in zip(segments, on_side) if sd] + [sg for sg, sd in zip(segments, on_side) if not sd]
+        on_side = sorted(on_side, reverse=True)
+        queues = self.dev.queues()
         nq = len(queues)
         budget = self.launch_budget(nq)
         width = 6 + 2 * region_cap  # output row, see fb_parser
@@ -397,23 +403,24 @@ class DomainEngine:
         rec = np.zeros(n, dtype=np.int64)  # float where a job's residue records start in its scratch
         pending = []
 
-        def finish(a, j0, j1, ls, ev, slot, scr, d_out, job_off, lane_need):
+        def finish(a, j0, j1, ls, ev, q, scr, d_out, job_off, lane_need, _hold=None):
             sec = _event_seconds([ev])
             self.kernel_s["decode"] += sec
             self.intervals.append((ev.profile.start, ev.profile.end))
             log_launch(f"fb_parser/warp{seg_c[a]}" if seg_c[a] else "fb_parser/serial", sec,
                        lambda: self.db.M[job[a + j0:a + j1, 1]].astype(np.int64) * L[order[a + j0:a + j1]])
-            cl.enqueue_copy(queues[slot], out[a + j0:a + j1], d_out, src_offset=out[:j0].nbytes)
+            cl.enqueue_copy(q, out[a + j0:a + j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[a + j0:a + j1, 5] > region_cap)
             for t in want.tolist():
-                lane = self._read_lane(scr, int(job_off[t]), ls, int(lane_need[t]), queues[slot])
+                lane = self._read_lane(scr, int(job_off[t]), ls, int(lane_need[t]), q)
                 r = lane[int(rec[a + t]):].reshape(-1, 16)[:, 12:15]  # btot, etot, mocc per residue
                 if posteriors:
                     post[order[a + t]] = r.copy()
                 if out[a + t, 5] > region_cap:
                     redo.append((int(order[a + t]), r))
 
-        for a, b, c in segments:
+        side_pending = []  # the side queue's launches, read when the main queue's are
+        for (a, b, c), sd in zip(segments, on_side):
             Lseg = L[order[a:b]]
             if c:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)
@@ -423,27 +430,34 @@ class DomainEngine:
             launches, job_off = self._launches(lane_need, interleave=not c, budget_bytes=budget)
             job_buf, (d_job, d_off) = self._upload([job[a:b], job_off])
             d_out = self.dev.scratch(out[a:b].nbytes)
-            scrs = [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4]))
-                    for q in range(nq)]
-            for li, (j0, j1, ls, _) in reversed(list(enumerate(launches))):  # largest jobs first
-                if len(pending) == nq:  # the oldest launch used this slot's scratch: read it first
-                    finish(*pending.pop(0))
+            scrs = [] if sd else [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches)
+                                                            if li % nq == q] or [4])) for q in range(nq)]
+            for li, (j0, j1, ls, floats) in reversed(list(enumerate(launches))):  # largest jobs first
                 slot = li % nq
+                if sd:  # a scratch of its own: nothing waits for it before the main queue's launches
+                    q, scr = self.dev.begin_side(), self.dev.scratch(4 * floats)
+                else:
+                    q, scr = queues[slot], scrs[slot]
+                    if len(pending) == nq:  # the oldest launch used this slot's scratch: read it first
+                        finish(*pending.pop(0))
                 args = (batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0),
                         np.int32(j1))
                 if c:
                     ev = self.k_parser_warp[c](
-                        queues[slot], ((j1 - j0) * 32,), (32,), *args, m.fwd_msc, m.word_emis_off, m.fwd_tsc,
-                        m.word_trans_off, m.model_M, scrs[slot], np.int32(region_cap), d_out)
+                        q, ((j1 - j0) * 32,), (32,), *args, m.fwd_msc, m.word_emis_off, m.fwd_tsc,
+                        m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out)
                     ls_read = 1
                 else:
                     ev = self.k_parser(
-                        queues[slot], (_round_up(j1 - j0, ls),), (ls,), *args,
-                        msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scrs[slot], np.int32(region_cap), d_out)
+                        q, (_round_up(j1 - j0, ls),), (ls,), *args,
+                        msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out)
                     ls_read = ls
-                pending.append((a, j0, j1, ls_read, ev, slot, scrs[slot], d_out, job_off, lane_need))
-        while pending:
-            finish(*pending.pop(0))
+                # (a side launch's buffers stay referenced until it is read: the pool orders reuse by
+                # the main queue alone)
+                (side_pending if sd else pending).append((a, j0, j1, ls_read, ev, q, scr, d_out, job_off, lane_need,
+                                                          (job_buf, d_out)))
+        while pending or side_pending:
+            finish(*(pending or side_pending).pop(0))
         del xfm_buf, job_buf
         rows = np.empty_like(out)
         rows[order] = out
@@ -530,7 +544,10 @@ class DomainEngine:
         chunk_of = {j0: c for (j0, _, _, _), c in zip(launches, chunk)}  # (launch log names)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
-        slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q] or [4])
+        # the longest models' launches on the side queue where there is one (see the launch loop)
+        side = self.dev.side_queue if mode == 1 else None
+        on_side = [side is not None and (c >= SIDE_WARP_C or not c) for c in chunk]
+        slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q and not on_side[li]] or [4])
                        for q in range(nq)]
         scrs = [self.dev.scratch(4 * f) for f in slot_floats]
         m = self.models
@@ -581,7 +598,12 @@ class DomainEngine:
         held = 0  # bytes of outputs not yet read back
         # largest jobs first (launches are in increasing size), so the longest launches start early
         for li, (j0, j1, ls, floats) in reversed(list(enumerate(launches))):
-            q, scr = queues[li % nq], scrs[li % nq]
+            if on_side[li]:
+                # the longest models' launches on the side queue, beside the main queue's (largest
+                # first: they come first), each with a scratch of its own
+                q, scr = self.dev.begin_side(), self.dev.scratch(4 * floats)
+            else:
+                q, scr = queues[li % nq], scrs[li % nq]
             k = j1 - j0
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
@@ -628,8 +650,8 @@ class DomainEngine:
             # buffers the launch uses stay referenced until it is read: NVIDIA's OpenCL waits for the
             # kernels using a buffer when it is released
             nbytes = out_buf.size + d_cols.size
-            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf, d_cols, d_tr, d_pp, subs, args, lw), q,
-                            nbytes))
+            pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf, d_cols, d_tr, d_pp, subs, args, lw, scr),
+                            q, nbytes))
             held += nbytes
             while pending and held > PENDING_OUTPUT_BYTES:  # read back the oldest (later ones keep running)
                 held -= pending[0][-1]

@@ -43,6 +43,9 @@ VIT_WG_CLASSES = (128, 256, 512)
 #: i.e. at most 8 C words).  Up to 16 the transitions sit in registers, above they are read from
 #: memory where used (their registers would not fit).
 VIT_WARP_C = (4, 8, 12, 16, 24, 32)
+#: launches of the warp kernels with at least this many nodes per lane, and of the work-group and
+#: serial kernels (longer models), go to the device's side queue (Device.side_queue) where it has one
+SIDE_WARP_C = 24
 
 
 def warp_runs(words_sorted: np.ndarray):
@@ -762,6 +765,8 @@ class ForwardFilter(_PairKernel):
         if len(b):
             order = b[np.argsort(cells[b], kind="stable")]  # forward_wg starts the largest first
             plan += [(order[lo:hi], {"wg": True}) for lo, hi in self._chunks(pair_model[order])]
+        if self.dev.side_queue is not None:  # the side queue's launches (_start) first: they run beside the rest
+            plan.sort(key=lambda p: "warp" in p[1] and p[1]["warp"] < SIDE_WARP_C)
         return self.run(batch, pair_seq, pair_model, np.float32, plan=plan)
 
     def _log_name(self, pair_model, wg: bool = False, warp: int = 0) -> str:
@@ -775,16 +780,18 @@ class ForwardFilter(_PairKernel):
         rows = self.dev.scratch(16 if warp else self.row_bytes * 4 * max_Q * n)
         out = self.dev.scratch(n * 4)
         m = self.models
-        args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf,
-                self.dev.to_device(pair_seq), self.dev.to_device(pair_model), np.int32(n), np.int32(max_Q),
+        pairs = (self.dev.to_device(pair_seq), self.dev.to_device(pair_model))
+        args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf, *pairs, np.int32(n), np.int32(max_Q),
                 m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out)
+        # the longest models' launches (few warps or work-groups, each long) on the side queue
+        q = (self.dev.begin_side() if warp >= SIDE_WARP_C or not warp else None) or self.dev.queue
         if warp:
-            ev = self.warp[warp](self.dev.queue, (n * 32,), (32,), *args)
+            ev = self.warp[warp](q, (n * 32,), (32,), *args)
         elif wg:
-            ev = self.wg(self.dev.queue, (n * FWD_WG,), (FWD_WG,), *args, self.dev.local(_fwd_wg_local_bytes(max_Q)))
+            ev = self.wg(q, (n * FWD_WG,), (FWD_WG,), *args, self.dev.local(_fwd_wg_local_bytes(max_Q)))
         else:
-            ev = self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)
-        return self.dev.read_async(out, np.float32, n, keep=(rows,)), ev
+            ev = self.kernel(q, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)
+        return self.dev.read_async(out, np.float32, n, queue=q, keep=(rows, pairs)), ev
 
 
 def _fwd_wg_local_bytes(Q):
