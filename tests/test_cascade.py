@@ -146,3 +146,18 @@ def test_search_order_from_batch_keys_is_hit_order(default_db, default_seqs, dev
     flags = [(h.reported, h.included, h.evalue) for h in res.records]
     cascade.threshold_hits(res.records, res.thresholds, res.Z)
     assert flags == [(h.reported, h.included, h.evalue) for h in res.records]
+
+
+def test_search_with_a_side_queue_gives_the_same_records(default_db, default_seqs, device, default_search, monkeypatch):
+    """The longest models' launches on the device's side queue (on by default on GPUs, forced
+    here on any device) change no record."""
+    monkeypatch.setenv("HMMCASCADE_SIDE_QUEUE", "1")
+    assert device.side_queue is not None
+    res = cascade.search(default_db, default_seqs, device)
+
+    def rows(r):
+        return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
+                 [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported, d.alignment.ali_from) for d in h.domains])
+                for h in r.records]
+
+    assert rows(res) == rows(default_search) and len(res.records) > 0
