@@ -173,10 +173,10 @@ class Device:
     def queues(self) -> list:
         """The queues launches may be spread over: the one in-order :attr:`queue`.
 
-        Several queues gave no overlap (measured on an H200 and an H100, 2026-11-21: NVIDIA's OpenCL
-        serialises kernels of different queues that share buffers), and the buffer pool
-        (:meth:`scratch`) relies on one in-order queue: a buffer nobody holds any more may be
-        handed to the next launch because that launch runs after every earlier one."""
+        Spreading a stage's launches over several queues gave no gain (measured on an H200 and an
+        H100, 2026-11-21), and the buffer pool (:meth:`scratch`) relies on one in-order queue: a
+        buffer nobody holds any more may be handed to the next launch because that launch runs
+        after every earlier one.  The longest models' launches go to :attr:`side_queue` instead."""
         return [self.queue]
 
     @property
