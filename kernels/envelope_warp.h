@@ -76,11 +76,8 @@ void EW_NAME(
 #ifdef EW_TGLOBAL
 #define WT_TGLOBAL
 #endif
+#define WT_NEXT
 #include "warp_transitions.h"
-    /* node k0+C's tIM, tDM, tMM (the next lane's first node; 0 past the model) */
-    const float nIM = fw_down(TRV(T_IM, 0), 1, lane, tmp), nDM = fw_down(TRV(T_DM, 0), 1, lane, tmp),
-                nMM = fw_down(TRV(T_MM, 0), 1, lane, tmp);
-    const float tIMn = lane < 31 ? nIM : 0.0f, tDMn = lane < 31 ? nDM : 0.0f, tMMn = lane < 31 ? nMM : 0.0f;
 
     /* the scans' running products of tDD (Forward: lanes below, Backward: lanes above) and the
      * OA chain's running pass flags (lanes below; the lane passes D on where all its tDD > 0) */

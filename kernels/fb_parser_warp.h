@@ -54,11 +54,8 @@ void PW_NAME(
 #ifdef PW_TGLOBAL
 #define WT_TGLOBAL
 #endif
+#define WT_NEXT
 #include "warp_transitions.h"
-    /* node k0+C's tIM, tDM, tMM (the next lane's first node; 0 past the model) */
-    const float nIM = fw_down(TRV(T_IM, 0), 1, lane, tmp), nDM = fw_down(TRV(T_DM, 0), 1, lane, tmp),
-                nMM = fw_down(TRV(T_MM, 0), 1, lane, tmp);
-    const float tIMn = lane < 31 ? nIM : 0.0f, tDMn = lane < 31 ? nDM : 0.0f, tMMn = lane < 31 ? nMM : 0.0f;
 
     /* products of tDD: the lane's, and its running products over the scans' steps, upward
      * (Forward: lanes below) and downward (Backward: lanes above) */

@@ -1,7 +1,8 @@
 /* warp_transitions.h: a warp kernel's transitions as TRV(t, j) (transition t of the lane's node
  * k0 + j; 0 past the model), included by forward_warp.h, fb_parser_warp.h, envelope_warp.h and
  * region_forward_warp.h with WT_C (nodes per lane) and WT_WORDS (the model's words of 4 nodes)
- * defined, and WT_TGLOBAL for the long-model variants.  In scope there: q0 (the lane's first
+ * defined, WT_TGLOBAL for the long-model variants, and WT_NEXT for the next lane's first
+ * transitions (fb_parser_warp.h, envelope_warp.h).  In scope there: q0 (the lane's first
  * word) and t (the model's [Q][8] float4 transition words).
  *
  * Without WT_TGLOBAL the lane's transitions sit in registers, tr[t][j]; with it each TRV reads its
@@ -21,6 +22,14 @@
     }
 #define TRV(tt, jj) tr[tt][jj]
 #endif
+#ifdef WT_NEXT
+    /* node k0+C's tIM, tDM, tMM (the next lane's first node; 0 past the model): tIMn, tDMn, tMMn
+     * (WT_NEXT: fw_down, lane and its scratch tmp in scope) */
+    const float nIM = fw_down(TRV(T_IM, 0), 1, lane, tmp), nDM = fw_down(TRV(T_DM, 0), 1, lane, tmp),
+                nMM = fw_down(TRV(T_MM, 0), 1, lane, tmp);
+    const float tIMn = lane < 31 ? nIM : 0.0f, tDMn = lane < 31 ? nDM : 0.0f, tMMn = lane < 31 ? nMM : 0.0f;
+#endif
 #undef WT_C
 #undef WT_WORDS
 #undef WT_TGLOBAL
+#undef WT_NEXT

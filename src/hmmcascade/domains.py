@@ -39,8 +39,8 @@ import numpy as np
 
 from . import stats
 from .device import Device, _cl
-from .filters import (LOCAL_SIZE, SIDE_WARP_C, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up,
-                      log_launch, mark, union_seconds, warp_runs)
+from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch, mark,
+                      on_side_queue, union_seconds, warp_runs)
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, DomainList, gc_paused
 
@@ -381,11 +381,8 @@ class DomainEngine:
             segments.append((a, n, 0))
         seg_c = {a: c for a, _, c in segments}  # (launch log names)
         # the longest models' segments on the side queue where there is one, started first, so that
-        # they run beside the others' launches (each queue reuses its scratch launch after launch)
-        side = self.dev.side_queue
-        on_side = [side is not None and (c == 0 or c >= SIDE_WARP_C) for _, _, c in segments]
-        segments = [sg for sg, sd in zip(segments, on_side) if sd] + [sg for sg, sd in zip(segments, on_side) if not sd]
-        on_side = sorted(on_side, reverse=True)
+        # they run beside the others' launches (each side launch has a scratch of its own)
+        segments.sort(key=lambda sg: not on_side_queue(self.dev, sg[2]))
         queues = self.dev.queues()
         nq = len(queues)
         budget = self.launch_budget(nq)
@@ -420,7 +417,8 @@ class DomainEngine:
                     redo.append((int(order[a + t]), r))
 
         side_pending = []  # the side queue's launches, read when the main queue's are
-        for (a, b, c), sd in zip(segments, on_side):
+        for a, b, c in segments:
+            sd = on_side_queue(self.dev, c)
             Lseg = L[order[a:b]]
             if c:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)
@@ -545,8 +543,7 @@ class DomainEngine:
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
         # the longest models' launches on the side queue where there is one (see the launch loop)
-        side = self.dev.side_queue if mode == 1 else None
-        on_side = [side is not None and (c >= SIDE_WARP_C or not c) for c in chunk]
+        on_side = [mode == 1 and on_side_queue(self.dev, c) for c in chunk]
         slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q and not on_side[li]] or [4])
                        for q in range(nq)]
         scrs = [self.dev.scratch(4 * f) for f in slot_floats]

@@ -48,6 +48,12 @@ VIT_WARP_C = (4, 8, 12, 16, 24, 32)
 SIDE_WARP_C = 24
 
 
+def on_side_queue(dev: Device, c: int) -> bool:
+    """Whether a launch of a warp kernel with ``c`` nodes per lane (0: a work-group or serial
+    kernel, for longer models) goes to the device's side queue (:data:`SIDE_WARP_C`)."""
+    return dev.side_queue is not None and (c == 0 or c >= SIDE_WARP_C)
+
+
 def warp_runs(words_sorted: np.ndarray):
     """Runs of pairs sorted by model length (``words_sorted``: their models' 4-node words,
     ascending) for the warp kernels: ``(start, end, C)`` per chunk size C of :data:`VIT_WARP_C`
@@ -765,8 +771,8 @@ class ForwardFilter(_PairKernel):
         if len(b):
             order = b[np.argsort(cells[b], kind="stable")]  # forward_wg starts the largest first
             plan += [(order[lo:hi], {"wg": True}) for lo, hi in self._chunks(pair_model[order])]
-        if self.dev.side_queue is not None:  # the side queue's launches (_start) first: they run beside the rest
-            plan.sort(key=lambda p: "warp" in p[1] and p[1]["warp"] < SIDE_WARP_C)
+        # the side queue's launches (_start) first: they run beside the rest
+        plan.sort(key=lambda p: not on_side_queue(self.dev, p[1].get("warp", 0)))
         return self.run(batch, pair_seq, pair_model, np.float32, plan=plan)
 
     def _log_name(self, pair_model, wg: bool = False, warp: int = 0) -> str:
@@ -784,7 +790,7 @@ class ForwardFilter(_PairKernel):
         args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf, *pairs, np.int32(n), np.int32(max_Q),
                 m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out)
         # the longest models' launches (few warps or work-groups, each long) on the side queue
-        q = (self.dev.begin_side() if warp >= SIDE_WARP_C or not warp else None) or self.dev.queue
+        q = self.dev.begin_side() if on_side_queue(self.dev, warp) else self.dev.queue
         if warp:
             ev = self.warp[warp](q, (n * 32,), (32,), *args)
         elif wg:
