@@ -37,7 +37,7 @@ def replicate(seqs: SequenceSet, copies: int) -> SequenceSet:
 
 
 #: every kernel program a search uses, built before the timed part
-PROGRAMS = ("layout", "msv", "select", "bias", "viterbi", "forward", "domains", "ensemble")
+PROGRAMS = ("layout", "msv", "select", "bias", "viterbi", "forward", "domains", "ensemble", "null2")
 
 
 def read_workload(models: str, seqs: str, copies: int = 1, max_models: int = 0):

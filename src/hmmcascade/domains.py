@@ -341,6 +341,17 @@ class DomainEngine:
             raise ValueError("models configured with different E transitions")
         self.e_multi = ev[0].astype(F32)
         self._W = 4 * models.node_words.astype(np.int64)
+        #: the null2 sums of the scoring: "device" (kernels/null2.cl, default) or "host" (numpy);
+        #: the same floats
+        null2_path = (os.environ.get("HMMCASCADE_NULL2") or "device").lower()
+        if null2_path not in ("device", "host"):
+            raise ValueError(f"null2 path (HMMCASCADE_NULL2) must be 'device' or 'host', got {null2_path!r}")
+        if null2_path == "device":
+            from .null2 import Null2Sums
+
+            self.null2 = Null2Sums(dev)
+        else:
+            self.null2 = null2_sums_host
 
     def _multihit_xfm(self, lp, seq: np.ndarray) -> np.ndarray:
         """Per-sequence (N move, N loop, E move, E loop) of the multihit model, as the kernels take them."""
@@ -851,7 +862,7 @@ class DomainEngine:
         def score():
             t0 = time.perf_counter()
             out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
-                                ensemble_out, jobs, env() if callable(env) else env)
+                                ensemble_out, jobs, env() if callable(env) else env, null2=self.null2)
             mark("dom.score", t0)
             return out
 
@@ -1359,16 +1370,64 @@ class DomainSource:
                         setattr(d, name, v)
 
 
+@dataclass
+class Null2Pieces:
+    """The null2 scores of a batch's domain-defined pairs, as pieces of one flat float array, and the
+    sums :func:`score_domains` takes of it (kernels/null2.cl draws the layout).
+
+    ``n2sc`` (``total`` floats, zero where no piece is) holds each pair's per-residue null2 scores
+    (nats) from its first region's start to its last region's end.  Piece p fills
+    ``n2sc[dst[p] : dst[p] + len[p]]``: with ``row[p] >= 0`` from ``logodds[row[p], residues[src[p] + x]]``
+    (a single-domain envelope), with ``row[p] == -1`` from ``values[src[p] + x]`` (a multi-domain
+    region's clustering).  The sums: each domain's correction over ``dom_start``/``dom_len`` (float,
+    left to right), each pair's null2 sum over ``row_start``/``row_len`` and ``row_tz`` zeros after
+    (esl_vec_FSum)."""
+
+    total: int
+    residues: np.ndarray  #: uint8, the batch's residues
+    logodds: np.ndarray  #: float32 [rows, KP]
+    values: np.ndarray  #: float32
+    row: np.ndarray  #: int32 [pieces]
+    src: np.ndarray  #: int64 [pieces]
+    dst: np.ndarray  #: int64 [pieces]
+    len: np.ndarray  #: int64 [pieces]
+    dom_start: np.ndarray  #: int64 [domains]
+    dom_len: np.ndarray  #: int64 [domains], each at least 1
+    row_start: np.ndarray  #: int64 [pairs]
+    row_len: np.ndarray  #: int64 [pairs]
+    row_tz: np.ndarray  #: int64 [pairs]
+
+
+def null2_sums_host(pc: Null2Pieces) -> tuple[np.ndarray, np.ndarray]:
+    """(corrections [domains], null2 sums [pairs]), float32, of :class:`Null2Pieces` with numpy."""
+    n2sc = np.zeros(pc.total, dtype=F32)
+    single = np.flatnonzero(pc.row >= 0)
+    for a, b in _blocks(pc.len[single]):
+        p = single[a:b]
+        n = pc.len[p]
+        src = _ranges(pc.src[p], n)
+        n2sc[src + np.repeat(pc.dst[p] - pc.src[p], n)] = pc.logodds.reshape(-1)[
+            np.repeat(pc.row[p].astype(np.int64) * KP, n) + pc.residues[src]]
+    multi = np.flatnonzero(pc.row < 0)
+    for a, b in _blocks(pc.len[multi]):
+        p = multi[a:b]
+        n2sc[_ranges(pc.dst[p], pc.len[p])] = pc.values[_ranges(pc.src[p], pc.len[p])]
+    corr = sequential_fsum(n2sc, pc.dom_start, pc.dom_len)
+    n2sum = kahan_fsum_segments(n2sc, pc.row_start, pc.row_len, trailing_zeros=pc.row_tz)
+    return corr, n2sum
+
+
 def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
                   null_nats: np.ndarray, regions: list, nexpected: np.ndarray, ensemble_out: dict,
-                  jobs: EnvelopeJobs, env: list) -> PairDomainsBatch:
+                  jobs: EnvelopeJobs, env: list, null2=None) -> PairDomainsBatch:
     """Everything after the envelope kernel, for all pairs of a batch at once (p7_domaindef's
     per-envelope bookkeeping, p7_alidisplay_Create, and the end of p7_Pipeline).
 
     ``env[t]`` is the envelope kernel's result for ``jobs`` envelope t (None: decoding overflow,
     the envelope is skipped).  Float arithmetic as HMMER's, in its order: null2 scores are
     logf of the odds per residue; a domain's correction is their float sum over its envelope,
-    left to right; the sequence's null2 sum is esl_vec_FSum over the whole target.
+    left to right; the sequence's null2 sum is esl_vec_FSum over the whole target.  ``null2``
+    takes those sums (a function of :class:`Null2Pieces`, as :func:`null2_sums_host`, the default).
     """
     n = len(pair_seq)
     tables = display_tables(db)
@@ -1418,7 +1477,6 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     span_off = np.zeros(n, dtype=np.int64)  # rows longest first: the sums below then read memory in order
     by_len = hp[np.argsort(-span_len[hp], kind="stable")]
     span_off[by_len] = _starts(span_len[by_len])
-    n2sc = np.zeros(int(span_len.sum()), dtype=F32)
     seq_off = seqs.offsets.astype(np.int64)
     Lp = seqs.lengths[pair_seq].astype(np.int64)
 
@@ -1427,28 +1485,25 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     sj = vj[single]
     s_pair, s_len = jobs.pair[sj], jobs.j[sj] - jobs.i[sj] + 1
     # logf (the C library's, as HMMER) of each envelope's KP odds, then looked up per residue
-    odds = null2_odds_rows(env.null2[vj[single]])
-    logodds = logf_array(odds)
-    src_start = seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1  # residues of each envelope
-    shift = span_off[s_pair] + jobs.i[sj] - span_lo[s_pair] - src_start  # residue index -> n2sc index
-    for a, b in _blocks(s_len):
-        src = _ranges(src_start[a:b], s_len[a:b])
-        row = np.repeat(np.arange(a, b, dtype=np.int64) * KP, s_len[a:b])
-        n2sc[src + np.repeat(shift[a:b], s_len[a:b])] = logodds[row + seqs.residues[src]]
+    logodds = logf_array(null2_odds_rows(env.null2[vj[single]]))
     # multi-domain regions: the clustering's scores
     multi_r = np.flatnonzero((reg[:, 2] == 1) & has[reg_pair])  # flat region numbers
-    if len(multi_r):
-        m_pair = reg_pair[multi_r]
-        m_vals = [ensemble_out[(p, r)][0] for p, r in zip(m_pair.tolist(), (multi_r - reg_first[m_pair]).tolist())]
-        m_len = np.array([len(v) for v in m_vals], dtype=np.int64)
-        m_dst = span_off[m_pair] + reg[multi_r, 0] - span_lo[m_pair]
-        for a, b in _blocks(m_len):
-            n2sc[_ranges(m_dst[a:b], m_len[a:b])] = np.concatenate(m_vals[a:b])
-
-    # each kept domain's correction: its envelope's null2 scores summed in order
-    corr = sequential_fsum(n2sc, span_off[dpair] + di - span_lo[dpair], dj_end - di + 1)
-    # the target's null2 sum: esl_vec_FSum over residues 0..L
-    n2sum = kahan_fsum_segments(n2sc, span_off[hp], span_len[hp], trailing_zeros=(Lp - span_hi)[hp])
+    m_pair = reg_pair[multi_r]
+    m_vals = [ensemble_out[(p, r)][0] for p, r in zip(m_pair.tolist(), (multi_r - reg_first[m_pair]).tolist())]
+    m_len = np.array([len(v) for v in m_vals], dtype=np.int64)
+    pieces = Null2Pieces(
+        total=int(span_len.sum()), residues=seqs.residues, logodds=logodds,
+        values=np.concatenate(m_vals).astype(F32, copy=False) if m_vals else np.zeros(0, F32),
+        row=np.concatenate([np.arange(len(sj), dtype=np.int32), np.full(len(m_len), -1, dtype=np.int32)]),
+        src=np.concatenate([seq_off[pair_seq[s_pair]] + jobs.i[sj] - 1, _starts(m_len)]),
+        dst=np.concatenate([span_off[s_pair] + jobs.i[sj] - span_lo[s_pair],
+                            span_off[m_pair] + reg[multi_r, 0] - span_lo[m_pair]]),
+        len=np.concatenate([s_len, m_len]).astype(np.int64),
+        # each kept domain's correction: its envelope's null2 scores summed in order
+        dom_start=span_off[dpair] + di - span_lo[dpair], dom_len=(dj_end - di + 1).astype(np.int64),
+        # the target's null2 sum: esl_vec_FSum over residues 0..L
+        row_start=span_off[hp], row_len=span_len[hp], row_tz=(Lp - span_hi)[hp])
+    corr, n2sum = (null2 or null2_sums_host)(pieces)
 
     # scores (the end of p7_Pipeline), in HMMER's float and double steps
     f32 = F32
