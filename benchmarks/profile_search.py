@@ -217,7 +217,7 @@ def main() -> int:
     ev = sorted(filters.EVENT_LOG)
     if ev:
         gaps, end, busy = {}, ev[0][0], 0
-        for a, b, label in ev:
+        for a, b, label, _ in ev:
             if a > end:
                 gaps[label] = gaps.get(label, 0.0) + (a - end) * 1e-9
             busy += max(0, b - max(a, end))
@@ -227,6 +227,18 @@ def main() -> int:
               f"idle {sum(gaps.values()):.2f}s; idle before kernels timed after phase:", file=buf)
         for label, g in sorted(gaps.items(), key=lambda kv: -kv[1]):
             print(f"    {label:16s} {g:7.3f}s", file=buf)
+        # where they are: the longest gaps, in seconds after the first kernel's start
+        # and how long before its start the kernel after a gap was queued (long: the device was
+        # held up, not the host)
+        where, end = [], ev[0][0]
+        for a, b, label, queued in ev:
+            if a > end:
+                where.append((a - end, end, label, a - queued))
+            end = max(end, b)
+        print("  longest gaps (after the first kernel's start, length, phase, next kernel queued before its start):",
+              file=buf)
+        for g, at, label, wait in sorted(where, reverse=True)[:15]:
+            print(f"    {(at - ev[0][0]) * 1e-9:7.3f}s  {g * 1e-6:7.1f} ms  {label:16s} {wait * 1e-6:7.1f} ms", file=buf)
     print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
           file=buf)
     by = {}
