@@ -161,3 +161,19 @@ def test_search_with_a_side_queue_gives_the_same_records(default_db, default_seq
                 for h in r.records]
 
     assert rows(res) == rows(default_search) and len(res.records) > 0
+
+
+@pytest.mark.parametrize("n_targets,max_len,n_models", [(93660, 35000, 2466), (1 << 30, 1 << 20, 40000), (5, 3, 1)])
+def test_hit_lexsort_is_lexsort(n_targets, max_len, n_models):
+    """The packed sort gives np.lexsort's order: ties in model and score everywhere (as ten copies of
+    the same proteins make), keys too wide to pack (the plain lexsort then), models past 16 bits."""
+    rng = np.random.default_rng(3)
+    n = 20000
+    model = rng.integers(0, n_models, n)
+    primary = np.round(rng.standard_normal(n) * 3, 1)
+    target = rng.integers(0, n_targets, n)
+    rank = (target * 7919) % n_targets
+    iali = rng.integers(0, max_len, n)
+    flag = (iali >= rng.integers(0, max_len, n)).astype(np.int64)
+    want = np.lexsort((target, iali, flag, rank, primary, model))
+    assert np.array_equal(cascade._hit_lexsort(model, primary, rank, flag, iali, target), want)

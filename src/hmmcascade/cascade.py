@@ -852,7 +852,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
     if keys:  # threshold_hits' inputs as arrays too: flags, and the domains' values in record order
         keys.update(reported=np.ones(len(P), dtype=bool),
                     included=np.asarray(included, dtype=bool).reshape(len(P)), nd=nd, noverlaps=pds.noverlaps[P],
-                    dom_lnP=pds.dom["lnP"][di], dom_score=pds.dom["score"][di],
+                    dom_lnP=pds.dom["lnP"][di], dom_exp=_exp(pds.dom["lnP"][di]), dom_score=pds.dom["score"][di],
                     dom_ali_from=pds.dom["ali_from"][di], dom_ali_to=pds.dom["ali_to"][di],
                     dom_reported=source.reported.copy(), dom_included=source.included.copy(), source=source)
     return hits
@@ -892,8 +892,8 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     library's exp, as HMMER computes them.  ``flagged``: the hits' flags and E-values are already
     set for this Z (:func:`make_hits` sets them), only the domains' are computed; ``cols`` (with
     ``flagged``): the records' values as arrays, as :func:`make_hits` puts them into its ``keys``
-    (model, reported, included, nd, noverlaps; dom_lnP, dom_score over their domains in order),
-    read instead of the records.
+    (model, reported, included, nd, noverlaps; dom_lnP, dom_score over their domains in order;
+    optionally dom_exp, exp of dom_lnP), read instead of the records.
     """
     n = len(hits)
     if not n:
@@ -927,8 +927,7 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     if th.domZ is not None:
         domZ = np.full(n, float(th.domZ))
     else:
-        _, group = np.unique(model, return_inverse=True)
-        domZ = np.bincount(group, weights=rep.astype(np.float64))[group]
+        domZ = np.bincount(model, weights=rep.astype(np.float64))[model]  # reported hits of the hit's model
     if cols is not None and "sources" in cols:
         _threshold_domains(cols, th, Z, rep, inc, domZ)
         return
@@ -967,7 +966,7 @@ def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, in
     :class:`~hmmcascade.domains.DomainSource` (``cols["sources"]``: the sources in record order)."""
     nd = cols["nd"]
     dh = np.repeat(np.arange(len(nd)), nd)
-    e = _exp(cols["dom_lnP"])
+    e = cols["dom_exp"] if "dom_exp" in cols else _exp(cols["dom_lnP"])
     c_evalue, i_evalue = e * domZ[dh], e * Z
     if not th.cut:
         dscore = cols["dom_score"]
@@ -1009,6 +1008,22 @@ def name_rank(seqs: SequenceSet) -> np.ndarray:
     return rank
 
 
+def _hit_lexsort(model, primary, rank, flag, iali, target) -> np.ndarray:
+    """``np.lexsort((target, iali, flag, rank, primary, model))`` (model first), faster: the four
+    integer keys packed into one int64 where they fit (rank, target, iali >= 0; flag 0/1), then
+    three stable argsorts, the last (model) a radix sort when models fit 16 bits."""
+    bits = [int(max(int(v.max()), 0)).bit_length() if len(v) else 0 for v in (rank, iali, target)]
+    if (len(model) == 0 or min(int(rank.min()), int(iali.min()), int(target.min())) < 0
+            or bits[0] + 1 + bits[1] + bits[2] > 62):
+        return np.lexsort((target, iali, flag, rank, primary, model))
+    low = (((rank.astype(np.int64) << 1 | flag.astype(np.int64)) << bits[1] | iali.astype(np.int64)) << bits[2]
+           | target.astype(np.int64))
+    order = np.argsort(low, kind="stable")
+    order = order[np.argsort(primary[order], kind="stable")]
+    mk = model.astype(np.int16) if int(model.max()) < (1 << 15) and int(model.min()) >= 0 else model
+    return order[np.argsort(mk[order], kind="stable")]
+
+
 def sort_hits(hits: list[Hit], th: Thresholds, keys=None) -> list[Hit]:
     """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`).
 
@@ -1026,7 +1041,7 @@ def sort_hits(hits: list[Hit], th: Thresholds, keys=None) -> list[Hit]:
             # target names ranked in code point order, as hit_order ranks them
             rank = name_rank(seqs)
             iali, jali = col["iali"], col["jali"]
-            order = np.lexsort((col["target"], iali, (iali >= jali).astype(np.int64), rank[col["target"]], primary,
-                                col["model"]))
+            order = _hit_lexsort(col["model"], primary, rank[col["target"]], (iali >= jali).astype(np.int64), iali,
+                                 col["target"])
             return list(map(hits.__getitem__, order.tolist()))
     return list(map(hits.__getitem__, hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()))
