@@ -1594,6 +1594,9 @@ def _map_ensembles(tasks: list) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    # not fork: a forked child of a process with an open GPU context and running threads may die
+    # (the NVIDIA OpenCL driver's state and locks are copied mid-use: seen on an H200, 2026-11-22)
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         return list(pool.map(_one_ensemble, tasks, chunksize=max(1, len(tasks) // (4 * workers))))
