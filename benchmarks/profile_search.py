@@ -216,29 +216,23 @@ def main() -> int:
     # down to the phase marked last before the kernel after the gap was timed
     ev = sorted(filters.EVENT_LOG)
     if ev:
-        gaps, end, busy = {}, ev[0][0], 0
-        for a, b, label, _ in ev:
+        gaps, end, busy = [], ev[0][0], 0  # (length ns, where it starts, label)
+        for a, b, label in ev:
             if a > end:
-                gaps[label] = gaps.get(label, 0.0) + (a - end) * 1e-9
+                gaps.append((a - end, end, label))
             busy += max(0, b - max(a, end))
             end = max(end, b)
         span = (end - ev[0][0]) * 1e-9
+        by_label = {}
+        for g, _, label in gaps:
+            by_label[label] = by_label.get(label, 0.0) + g * 1e-9
         print(f"\ndevice timeline: first kernel start to last kernel end {span:.2f}s, kernels {busy * 1e-9:.2f}s, "
-              f"idle {sum(gaps.values()):.2f}s; idle before kernels timed after phase:", file=buf)
-        for label, g in sorted(gaps.items(), key=lambda kv: -kv[1]):
+              f"idle {sum(by_label.values()):.2f}s; idle before kernels timed after phase:", file=buf)
+        for label, g in sorted(by_label.items(), key=lambda kv: -kv[1]):
             print(f"    {label:16s} {g:7.3f}s", file=buf)
-        # where they are: the longest gaps, in seconds after the first kernel's start
-        # and how long before its start the kernel after a gap was queued (long: the device was
-        # held up, not the host)
-        where, end = [], ev[0][0]
-        for a, b, label, queued in ev:
-            if a > end:
-                where.append((a - end, end, label, a - queued))
-            end = max(end, b)
-        print("  longest gaps (after the first kernel's start, length, phase, next kernel queued before its start):",
-              file=buf)
-        for g, at, label, wait in sorted(where, reverse=True)[:15]:
-            print(f"    {(at - ev[0][0]) * 1e-9:7.3f}s  {g * 1e-6:7.1f} ms  {label:16s} {wait * 1e-6:7.1f} ms", file=buf)
+        print("  longest gaps (seconds after the first kernel's start, length, phase):", file=buf)
+        for g, at, label in sorted(gaps, reverse=True)[:15]:
+            print(f"    {(at - ev[0][0]) * 1e-9:7.3f}s  {g * 1e-6:7.1f} ms  {label}", file=buf)
     print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
           file=buf)
     by = {}

@@ -67,13 +67,7 @@ void FW_NAME(
 #pragma unroll
     for (int j = 0; j < FW_C; j++) P = P * TRV(T_DD, j);
     float Pup[5];
-#pragma unroll
-    for (int st = 0; st < 5; st++) {
-        const int d = 1 << st;
-        Pup[st] = P;
-        const float o = fw_up(P, d, lane, tmp);
-        if (lane >= d) P = P * o;
-    }
+    fw_dd_products(P, lane, tmp, Pup);
 
     float Mc[FW_C], Ic[FW_C], Dc[FW_C];
 #pragma unroll

@@ -69,13 +69,7 @@ void RF_NAME(
         float P = 1.0f;
 #pragma unroll
         for (int jj = 0; jj < RF_C; jj++) P = P * TRV(T_DD, jj);
-#pragma unroll
-        for (int st = 0; st < 5; st++) {
-            const int d = 1 << st;
-            Pup[st] = P;
-            const float o = fw_up(P, d, lane, tmp);
-            if (lane >= d) P = P * o;
-        }
+        fw_dd_products(P, lane, tmp, Pup);
     }
 
     float Mc[RF_C], Ic[RF_C], Dc[RF_C], e[RF_C];

@@ -72,6 +72,20 @@ inline float fw_down(const float v, const int d, const int lane, __local int *tm
     return as_float(vw_down(as_int(v), d, lane, tmp));
 }
 
+/* The Forward warp kernels' D scan (forward_row.h): from P, the product of tDD over the lane's
+ * nodes, Pup[st] = the product over this lane's and the 2^st - 1 lanes' below it that step st of
+ * the scan has gathered (the factor a value coming up 2^st lanes is multiplied by). */
+inline void fw_dd_products(float P, const int lane, __local int *tmp, float *Pup)
+{
+#pragma unroll
+    for (int st = 0; st < 5; st++) {
+        const int d = 1 << st;
+        Pup[st] = P;
+        const float o = fw_up(P, d, lane, tmp);
+        if (lane >= d) P = P * o;
+    }
+}
+
 /* the sum of v over the warp, the same float in every lane */
 inline float fw_sum(float v, const int lane, __local int *tmp)
 {

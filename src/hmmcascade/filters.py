@@ -115,7 +115,7 @@ def union_seconds(intervals) -> float:
 
 
 #: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`_event_seconds`
-#: appends ``(start ns, end ns, last phase marked before it was timed, queued ns)``: the device's timeline.
+#: appends ``(start ns, end ns, last phase marked before it was timed)``: the device's timeline.
 EVENT_LOG: list | None = None
 _LAST_MARK = threading.local()
 
@@ -127,7 +127,7 @@ def _event_seconds(events) -> float:
         a, b = ev.profile.start, ev.profile.end
         total += (b - a) * 1e-9
         if EVENT_LOG is not None:
-            EVENT_LOG.append((a, b, getattr(_LAST_MARK, "name", "start"), ev.profile.queued))
+            EVENT_LOG.append((a, b, getattr(_LAST_MARK, "name", "start")))
     return total
 
 
