@@ -5,7 +5,8 @@
 
 Each value of the ``--set`` constant (a name in hmmcascade.cascade) gets ``--repeat`` searches,
 in turn (value after value, then again), after one warm-up search; prints each search's wall
-time and hit count, and the best and mean per value.  (For choosing defaults on the GPU machine;
+time and hit count, and the best and mean per value.  ``--set build:PROGRAM=OPTS,OPTS``: kernels/PROGRAM.cl
+built with each space-separated option list (empty: none), e.g. ``--set "build:msv=,-DMSV_LDS32"``.  (For choosing defaults on the GPU machine;
 the comparison with pyhmmer is run_benchmark.py's.)
 """
 
@@ -32,28 +33,35 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     name, _, values = args.set.partition("=")
-    env = name.startswith("env:")
-    if env:
-        name = name[4:]
-    if not values or (not env and not hasattr(cascade, name)):
+    env, build = name.startswith("env:"), name.startswith("build:")
+    if env or build:
+        name = name.partition(":")[2]
+    if not values or (not env and not build and not hasattr(cascade, name)):
         ap.error(f"--set: hmmcascade.cascade has no constant {name!r}, or no values given")
-    kind = str if env else type(getattr(cascade, name))
+    kind = str if env or build else type(getattr(cascade, name))
     vals = [kind(v) for v in values.split(",")]
     db, seqs, dev = open_workload(args)
     for prog in PROGRAMS:
         dev.program(prog)
+    builds = {v: dev.build(name, tuple(v.split())) for v in vals} if build else {}
     cascade.search(db, seqs, dev)  # warm-up (buffer pools, page-locked memory)
     times = {v: [] for v in vals}
     for r in range(args.repeat):
         for v in vals:
             if env:
                 os.environ[name] = v
+            elif build:
+                dev.__dict__["_programs"][name] = builds[v]
+                kern = dev.__dict__.get("_kernels", {})
+                for key in [key for key in kern if key[0] == name]:
+                    del kern[key]
             else:
                 setattr(cascade, name, v)
             t = time.perf_counter()
             res = cascade.search(db, seqs, dev)
             times[v].append(time.perf_counter() - t)
-            print(f"{name}={v} run {r + 1}: {times[v][-1]:.2f} s, {len(res.hits)} hits", flush=True)
+            ks = ", ".join(f"{k} {sec:.3f}" for k, sec in res.stats.kernel_s.items())
+            print(f"{name}={v} run {r + 1}: {times[v][-1]:.2f} s, {len(res.hits)} hits; kernel s: {ks}", flush=True)
     for v, ts in times.items():
         print(f"{name}={v}: best {min(ts):.2f} s, mean {sum(ts) / len(ts):.2f} s")
     return 0

@@ -57,6 +57,17 @@
  *       | bias_b - cb[x]| bias_a - ca[x]|    PAD_COST in a half past that
  *       +---------------+---------------+    model's M and for x = 29..31
  *
+ *   Tiles of TILE = 48 nodes (MSV_TILE: a multiple of 4 up to 64); the cost
+ *   words sit in local memory in rows of TILE + 1 words, read one word per
+ *   node: the 32 work-items of a warp read row x_i (their own residue), word
+ *   k, in bank (x_i (TILE + 1) + k) mod 32, a different bank for each of the
+ *   32 residue codes (TILE + 1 is odd), so a read never conflicts (work-items
+ *   on one residue read one address).  msv_tiled's int2 pairs (LDS.64) over
+ *   rows of 34 words put residues x and x + 16 in one bank pair, and local
+ *   memory was the limit: measured on an H200 (dev-x10, 2026-11-22), the MSV
+ *   kernels took 1.83 s with those, 1.57 s with word reads and 32-node
+ *   tiles, 1.45 s with 48 (1.54 s with 64, 1.82 s with 24).
+ *
  *   Both halves hold the same node index, so the diagonal dependency
  *   U(i,k) <- U(i-1,k-1) is the same register move in both: the halves never
  *   exchange anything.  Each half is msv_tiled's int recurrence for its model
@@ -66,10 +77,10 @@
  *       (-4096), so U + c >= -4096 before the max;
  *     - within a tile a diagonal starts from U(0,k) = B0 <= 255 or from the
  *       previous tile's byte min(U, 255) and grows by at most bias <= 255 per
- *       node, for at most 32 nodes: U <= 255 + 32 * 255 = 8415, U + c <= 8670
- *       (with bias <= 61, the only case whose result is used, U <= 2207).
+ *       node, for at most 64 nodes: U <= 255 + 64 * 255 = 16575, U + c <= 16830
+ *       (with bias <= 61, the only case whose result is used, U <= 4159).
  *   So no half wraps, and g's halves are msv_tiled's g per model, in
- *   [0, 8415].  The tiles run to the longer model's tile count; a half past
+ *   [0, 16575].  The tiles run to the longer model's tile count; a half past
  *   its model's last tile sees only PAD_COST nodes, so its cells are B0 and
  *   g (already >= B0 after the first row) does not change.  The boundary
  *   column is stored per model row exactly as msv_tiled stores it (same
@@ -91,8 +102,16 @@
  */
 #include "hmmcascade.h"
 
-#define TILE 32
-#define CSTRIDE2 17         /* local cost rows: 17 int2 (34 words) apart, 8-byte aligned pairs */
+#define TILE1 32            /* msv_tiled's tiles */
+#define CSTRIDE2 17         /* msv_tiled's local cost rows: 17 int2 (34 words) apart, 8-byte aligned pairs */
+#ifndef MSV_TILE
+#define MSV_TILE 48
+#endif
+#define TILE MSV_TILE       /* msv_tiled2's nodes per tile (a multiple of 4, at most 64: see the header) */
+#define CSTRIDE1 (TILE + 1) /* msv_tiled2's local cost rows: TILE + 1 (odd) words apart */
+#if TILE % 4 || TILE > 64
+#error "MSV_TILE: a multiple of 4, at most 64"
+#endif
 #define CROWS 32            /* residue codes 0..28, 29..31 = padding past a sequence's end */
 #define PAD_COST (-4096)    /* "cost" of padding rows and nodes: never the maximum */
 
@@ -153,7 +172,7 @@ __kernel void msv_tiled(
     const int m = model0 + mi;
     const int M = model_M[m];
     const int Q = (M + 3) / 4;
-    const int ntile = (M + TILE - 1) / TILE;
+    const int ntile = (M + TILE1 - 1) / TILE1;
     const int live = s < n_seq;
     const int L = live ? seq_len[s] : 0;
     const uchar4 p = params[m];
@@ -167,17 +186,17 @@ __kernel void msv_tiled(
 
     for (int t = 0; t < ntile; t++) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = lid; e < CROWS * (TILE / 4); e += lsz) {
-            const int x = e / (TILE / 4), w = e % (TILE / 4);
-            const int4 c = msv_tile_costs(cost_m, Q, M, bias, x, t * (TILE / 4) + w);
+        for (int e = lid; e < CROWS * (TILE1 / 4); e += lsz) {
+            const int x = e / (TILE1 / 4), w = e % (TILE1 / 4);
+            const int4 c = msv_tile_costs(cost_m, Q, M, bias, x, t * (TILE1 / 4) + w);
             __local int2 *dst = cl + x * CSTRIDE2 + 2 * w;
             dst[0] = c.xy; dst[1] = c.zw;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (!live) continue;
-        int r[TILE];
+        int r[TILE1];
 #pragma unroll
-        for (int k = 0; k < TILE; k++) r[k] = xB;  /* U(0,k) = max(-infinity, B0) */
+        for (int k = 0; k < TILE1; k++) r[k] = xB;  /* U(0,k) = max(-infinity, B0) */
         int carry = xB;                             /* previous tile's U(i-1, k0-1) */
         const int last = (t + 1 == ntile);
         for (int w4 = 0; 4 * w4 < L; w4++) {
@@ -188,14 +207,14 @@ __kernel void msv_tiled(
             for (int j = 0; j < 4; j++) {
                 __local const int2 *c = cl + (int) ((res >> (8 * j)) & 0xffu) * CSTRIDE2;
 #pragma unroll
-                for (int k2 = TILE / 2 - 1; k2 >= 0; k2--) {
+                for (int k2 = TILE1 / 2 - 1; k2 >= 0; k2--) {
                     const int2 cc = c[k2];
                     r[2 * k2 + 1] = max(r[2 * k2] + cc.y, xB);
                     r[2 * k2] = max((k2 ? r[2 * k2 - 1] : carry) + cc.x, xB);
                     g = max(g, max(r[2 * k2 + 1], r[2 * k2]));
                 }
                 carry = max((int) ((bin >> (8 * j)) & 0xffu), xB);
-                bout |= (uint) min(r[TILE - 1], 255) << (8 * j);
+                bout |= (uint) min(r[TILE1 - 1], 255) << (8 * j);
             }
             if (!last) bw[w4 * lsz] = bout;
         }
@@ -262,7 +281,7 @@ __kernel void msv_tiled2(
     __global uint *bnd,               /* scratch [row * grp_words + grouped word]         */
     __global short *out_xj)           /* [row * n_seq + s]: J(L); -2 = rerun; -3 = below  */
 {
-    __local uint2 cl[CROWS * CSTRIDE2];  /* packed cost words c[k] (header), two per uint2 */
+    __local uint cl[CROWS * CSTRIDE1];   /* packed cost words c[k] (header) */
     /* work-groups of long sequences first, as in msv_tiled */
     const int grp = (int) get_num_groups(0) - 1 - (int) get_group_id(0);
     const int lid = (int) get_local_id(0), lsz = (int) get_local_size(0);
@@ -297,8 +316,8 @@ __kernel void msv_tiled2(
             const int4 ca = msv_tile_costs(cost_a, Qa, Ma, pa.w, x, q);
             const int4 cb = msv_tile_costs(cost_b, Qb, Mb, pb.w, x, q);
             const uint4 c = (as_uint4(ca) & (uint4) (0xffffu)) | (as_uint4(cb) << 16);
-            __local uint2 *dst = cl + x * CSTRIDE2 + 2 * w;
-            dst[0] = c.xy; dst[1] = c.zw;
+            __local uint *dst = cl + x * CSTRIDE1 + 4 * w;
+            dst[0] = c.x; dst[1] = c.y; dst[2] = c.z; dst[3] = c.w;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (!live) continue;
@@ -320,10 +339,10 @@ __kernel void msv_tiled2(
             uint bout_a = 0u, bout_b = 0u;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                __local const uint2 *c = cl + (int) ((res >> (8 * j)) & 0xffu) * CSTRIDE2;
+                __local const uint *c = cl + (int) ((res >> (8 * j)) & 0xffu) * CSTRIDE1;
 #pragma unroll
                 for (int k2 = TILE / 2 - 1; k2 >= 0; k2--) {
-                    const uint2 cc = c[k2];
+                    const uint2 cc = (uint2) (c[2 * k2], c[2 * k2 + 1]);
                     r[2 * k2 + 1] = max16x2(add16x2(r[2 * k2], cc.y), xB2);
                     r[2 * k2] = max16x2(add16x2(k2 ? r[2 * k2 - 1] : carry, cc.x), xB2);
                     g = max16x2(g, max16x2(r[2 * k2 + 1], r[2 * k2]));
@@ -338,7 +357,7 @@ __kernel void msv_tiled2(
         }
     }
     if (!live) return;
-    /* g's halves are in [0, 8415] (header): unsigned 16-bit fields */
+    /* g's halves are in [0, 16575] (header): unsigned 16-bit fields */
     out_xj[(long) rows.x * n_seq + s] = msv_tiled_word((int) (g & 0xffffu), xBa, pa, thr_model[ma] + thr_seq[s]);
     if (has_b)
         out_xj[(long) rows.y * n_seq + s] = msv_tiled_word((int) (g >> 16), xBb, pb, thr_model[mb] + thr_seq[s]);
