@@ -641,6 +641,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     host_s = [0.0]
 
     def finish_batch(index, out):  # in the worker thread
+        name_rank(seqs)  # the final sort's name ranks, made once, before the first batch's records (not at
+        # the start, where it would hold the GIL while the first batch is prepared)
         t0 = time.perf_counter()
         if callable(out.get("domains")):
             out["domains"] = out["domains"]()
@@ -656,7 +658,6 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
             ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
-        worker.submit(name_rank, seqs)  # (for the final sort, while the records thread has nothing else to do)
         cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
                       seqs.lengths[order], batch_residues)
         mark("cuts", t_start)

@@ -39,6 +39,13 @@ def kernels_dir() -> Path:
     return path
 
 
+#: NVIDIA-only build options per program.  region_ensemble's walks wait on memory and barriers, and
+#: a work-group (a warp) per region: with 87 registers an SM held 23 of them, with 64 it holds 32
+#: (its most work-groups); ptxas then spills 12 bytes.  Measured on an H200 (dev-x10, 2026-11-22,
+#: benchmarks/sweep_search.py --set build:ensemble=...): domain kernels 1.87 s -> 1.73 s (72: 1.75 s).
+NV_PROGRAM_OPTIONS = {"ensemble": ["-cl-nv-maxrregcount=64"]}
+
+
 def _cl():
     try:
         import pyopencl as cl
@@ -227,6 +234,8 @@ class Device:
         options = ["-cl-std=CL1.2"]
         if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # IEEE float division, as HMMER's C
+        if "NVIDIA" in self.device.platform.name.upper():
+            options += NV_PROGRAM_OPTIONS.get(name, [])
         options += self.ptx_options() + list(extra_options)
         try:
             return cl.Program(self.ctx, src).build(options=options)
