@@ -222,13 +222,12 @@ class Cascade:
             max(budget, min(dev.max_alloc_bytes, dev.global_mem_bytes // 8, 8 << 30))
         self.domains = DomainEngine(dev, self.models, db, dom_budget)
 
-    def begin_batch(self, seqs: SequenceSet, th: Thresholds, lp=None) -> "_Begun":
+    def begin_batch(self, seqs: SequenceSet, th: Thresholds) -> "_Begun":
         """A batch's host preparation and upload; its MSV launches are ready to start (they start
         when :meth:`run_batch` reads them, or earlier, when the device's wait hook calls
-        :meth:`_MsvRun.fill` while the previous batch is in its later stages).  ``lp``: the
-        batch's :func:`length_params`, when made already."""
+        :meth:`_MsvRun.fill` while the previous batch is in its later stages)."""
         t0 = time.perf_counter()
-        lp = length_params(seqs.lengths, self.db) if lp is None else lp
+        lp = length_params(seqs.lengths, self.db)
         batch = DeviceBatch.upload(self.dev, seqs, lp)
         thr_model, thr_seq = _msv_thresholds(lp, self.db, th.F1)
         sel = self._select(th)
@@ -545,19 +544,6 @@ class _MsvRun:
             yield lo, hi, xj, sec
 
 
-def _first_batch_host(seqs: SequenceSet, index: np.ndarray, db: ProfileDB, th: Thresholds):
-    """The host work of a search's first batch that needs no device, done while the models are
-    uploaded: ``(its sequences repacked, their length_params, the filters' pass thresholds (as
-    Cascade._select and filter_batch make them), as the Cascade's cache)``."""
-    sub = seqs.subset(index)
-    cache: dict = {}
-    ev = db.evparams.astype(np.float64)
-    for col, F in ((0, th.F1), (0, th.F2), (2, th.F2)):
-        _pass_bits(cache, stats.gumbel_surv, ev, col, F)
-    _pass_bits(cache, stats.exp_surv, ev, 4, th.F3)  # (Forward's, after the filters)
-    return sub, length_params(sub.lengths, db), cache
-
-
 def _pass_bits(cache: dict, surv, ev: np.ndarray, col: int, F: float) -> np.ndarray:
     """:func:`stats.pass_thresholds` of every model for the distribution in ``ev`` columns ``col``,
     ``col + 1`` and threshold F, made once per Cascade (``cache``)."""
@@ -642,22 +628,14 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     t_start = time.perf_counter()
     Z = float(th.Z) if th.Z else float(len(seqs))
     total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
+    cascade = Cascade(dev, db, scratch_bytes=scratch_bytes)
+    mark("init", t_start)
     batch_cells = batch_cells or min(256 << 20, max(dev.global_mem_bytes // 64, 1 << 20))
     order = np.argsort(seqs.lengths, kind="stable")
     order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
     # at least PIPELINE_BATCHES batches when the targets allow: one batch's scoring and records
     # are made on the host while the device works on the next
     batch_residues = max(-(-int(seqs.lengths[order].sum()) // PIPELINE_BATCHES), MIN_BATCH_RESIDUES)
-    cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
-                  seqs.lengths[order], batch_residues)
-    mark("cuts", t_start)
-    # the first batch's host preparation in a thread while the models go to the device
-    with ThreadPoolExecutor(max_workers=1) as pre:
-        first = pre.submit(_first_batch_host, seqs, order[slice(*cuts[0])], db, th) if cuts else None
-        cascade = Cascade(dev, db, scratch_bytes=scratch_bytes)
-        mark("init", t_start)
-        if first is not None:
-            first_seqs, first_lp, cascade.__dict__["_pass_bits"] = first.result()
     records: list[Hit] = []
     done = 0
     host_s = [0.0]
@@ -680,10 +658,11 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
             ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
+        cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
+                      seqs.lengths[order], batch_residues)
+        mark("cuts", t_start)
 
         def begin(b):  # batch b prepared and uploaded
-            if b == 0:
-                return cascade.begin_batch(first_seqs, th, lp=first_lp)
             return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None
 
         def report(b, st):
