@@ -38,24 +38,21 @@ def main() -> int:
         name, opts, lanes = (spec.split(":") + ["", ""])[:3]
         options = tuple(o for o in opts.split(",") if o)
         prg = dev.build("ensemble", options)
-        variants.append((name, prg, prg.region_ensemble, int(lanes) if lanes else None))
+        variants.append((name, prg, int(lanes) if lanes else None))
     secs = {v[0]: 0.0 for v in variants}
     diffs = {v[0]: 0 for v in variants}
     regions = [0]
     launches = {v[0]: [] for v in variants}  # (seconds, regions, largest M x L)
     original = ensemble_gpu.region_ensembles
     lanes_default = ensemble_gpu._region_lanes
-    programs = dev.__dict__.setdefault("_programs", {})
-    kernels = dev.__dict__.setdefault("_kernels", {})
 
     def run_variants(engine, batch, seq, model, starts, ends, **kw):
         regions[0] += len(seq)
         first = None
-        saved = programs["ensemble"], kernels.get(("ensemble", "region_ensemble"))
+        saved = dev.program("ensemble")
         try:
-            for name, prg, kernel, lanes in variants:
-                programs["ensemble"] = prg
-                kernels[("ensemble", "region_ensemble")] = kernel
+            for name, prg, lanes in variants:
+                dev.use_program("ensemble", prg)
                 ensemble_gpu._region_lanes = (lambda d, n=lanes: n) if lanes else lanes_default
                 stats = engine.__dict__.setdefault("ensemble_stats", ensemble_gpu.EnsembleStats())
                 before = stats.ensemble_s
@@ -70,14 +67,14 @@ def main() -> int:
                     diffs[name] += sum(1 for a, b in zip(first, res)
                                        if a[1] != b[1] or not np.array_equal(a[0], b[0]))
         finally:
-            programs["ensemble"], kernels[("ensemble", "region_ensemble")] = saved
+            dev.use_program("ensemble", saved)
             ensemble_gpu._region_lanes = lanes_default
         return first
 
     ensemble_gpu.region_ensembles = run_variants
     res = cascade.search(db, seqs, dev)
     print(f"device {dev.name}; {len(res.hits)} hits; {regions[0]} multi-domain regions")
-    for name, _, _, lanes in variants:
+    for name, _, lanes in variants:
         print(f"  {name:20s} lanes {lanes or 'auto':>4}  ensemble kernel {secs[name]:7.3f} s  "
               f"regions differing from {variants[0][0]}: {diffs[name]}")
         print("      launches (s, regions, largest M x L): " +

@@ -9,9 +9,8 @@ from pathlib import Path
 import pyopencl as cl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from hmmcascade.device import NV_PROGRAM_OPTIONS, _source, open_device  # noqa: E402
+from hmmcascade.device import open_device  # noqa: E402
 
 dev = open_device("gpu")
-options = ["-cl-std=CL1.2", "-cl-nv-verbose"] + NV_PROGRAM_OPTIONS.get(sys.argv[1], []) + dev.ptx_options()
-prg = cl.Program(dev.ctx, _source(sys.argv[1])).build(options=options)
+prg = dev.build(sys.argv[1], ("-cl-nv-verbose",))  # the search's own build options, plus the log
 print(prg.get_build_info(dev.device, cl.program_build_info.LOG))

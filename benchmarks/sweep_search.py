@@ -5,9 +5,10 @@
 
 Each value of the ``--set`` constant (a name in hmmcascade.cascade) gets ``--repeat`` searches,
 in turn (value after value, then again), after one warm-up search; prints each search's wall
-time and hit count, and the best and mean per value.  ``--set build:PROGRAM=OPTS,OPTS``: kernels/PROGRAM.cl
-built with each space-separated option list (empty: none), e.g. ``--set "build:msv=,-DMSV_LDS32"``.  (For choosing defaults on the GPU machine;
-the comparison with pyhmmer is run_benchmark.py's.)
+time, hit count and kernel seconds, and the best and mean per value.  ``--set env:NAME=...``: an
+environment variable; ``--set build:PROGRAM=OPTS,OPTS``: kernels/PROGRAM.cl built with each
+space-separated option list (empty: none), e.g. ``--set "build:msv=,-DMSV_TILE=64"``.  (For choosing
+defaults on the GPU machine; the comparison with pyhmmer is run_benchmark.py's.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_workload_arguments(ap)
     ap.add_argument("--set", required=True, help="NAME=v1,v2,...: a hmmcascade.cascade constant and its values, "
-                    "or env:NAME=v1,v2,...: an environment variable read during the search (as HMMCASCADE_SIDE_QUEUE)")
+                    "env:NAME=v1,v2,...: an environment variable read during the search (as HMMCASCADE_SIDE_QUEUE), "
+                    "or build:PROGRAM=OPTS,OPTS: kernels/PROGRAM.cl built with each option list")
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     name, _, values = args.set.partition("=")
@@ -53,10 +55,7 @@ def main() -> int:
             if env:
                 os.environ[name] = v
             elif build:
-                dev.__dict__["_programs"][name] = builds[v]
-                kern = dev.__dict__.get("_kernels", {})
-                for key in [key for key in kern if key[0] == name]:
-                    del kern[key]
+                dev.use_program(name, builds[v])
             else:
                 setattr(cascade, name, v)
             t = time.perf_counter()

@@ -226,6 +226,20 @@ class Device:
         cache[name] = prg
         return prg
 
+    @_locked
+    def use_program(self, name: str, prg) -> None:
+        """Make ``prg`` (a :meth:`build` of ``kernels/<name>.cl``) what :meth:`program` returns for
+        ``name``, its kernels retrieved anew by :meth:`kernel` (benchmarks swap variants this way)."""
+        self.__dict__.setdefault("_programs", {})[name] = prg
+        kernels = self.__dict__.setdefault("_kernels", {})
+        for key in [key for key in kernels if key[0] == name]:
+            del kernels[key]
+
+    @property
+    def is_nvidia(self) -> bool:
+        """Whether the device is on NVIDIA's OpenCL platform (NVIDIA-only build options apply)."""
+        return "NVIDIA" in self.device.platform.name.upper()
+
     def build(self, name: str, extra_options: tuple = ()):
         """Build ``kernels/<name>.cl`` with this device's options plus ``extra_options`` (not cached:
         benchmarks compare variants of a kernel this way)."""
@@ -234,7 +248,7 @@ class Device:
         options = ["-cl-std=CL1.2"]
         if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # IEEE float division, as HMMER's C
-        if "NVIDIA" in self.device.platform.name.upper():
+        if self.is_nvidia:
             options += NV_PROGRAM_OPTIONS.get(name, [])
         options += self.ptx_options() + list(extra_options)
         try:
@@ -248,7 +262,7 @@ class Device:
         HMMC_PTX_SHFL: warp shuffles (shfl.sync, sm_30+ with PTX 6); HMMC_PTX_REDUX: also
         redux.sync (sm_80+); HMMC_PTX_S16X2: also packed 16-bit add/max/min (add.s16x2,
         max.s16x2, min.s16x2: sm_90+, PTX ISA 8.0), for msv_tiled2."""
-        if os.environ.get("HMMCASCADE_NO_PTX") or "NVIDIA" not in self.device.platform.name.upper():
+        if os.environ.get("HMMCASCADE_NO_PTX") or not self.is_nvidia:
             return []
         try:
             major = int(self.device.compute_capability_major_nv)
