@@ -40,6 +40,10 @@
 #define T_DD 7
 
 #define WORD_NEG_INF (-32768)
+/* The tiled MSV kernels' word for a pair whose B state was not constant (a high scorer): a lower
+ * bound lb (0..255) of HMMER's J(L) byte, written as MSV_LB_CODE - lb (-256 ... -511); HMMER's
+ * score is at least lb's, or +infinity (overflow).  See msv.cl, msv_tiled_word. */
+#define MSV_LB_CODE (-256)
 
 /* HMMER computes a few logarithms in double precision and rounds them to
  * float; do the same where the device has doubles, so the result is the

@@ -35,10 +35,15 @@
  *   bias_b - cost, sit in local memory in rows of 34 words read as int2
  *   pairs (LDS.64).  The result is J(L) = max(0, max E(i) - tec_b), where
  *   max E = max U unless max U = B0 (no cell above B0).
- *   If the largest cell exceeds base_b + tec_b the assumption failed: the
- *   kernel writes -2 and the host reruns that pair with msv_exact (under 1%
- *   of pairs on Pfam x UniProt: the high scorers), as it does when the
- *   largest U is B0.
+ *   If the largest cell exceeds base_b + tec_b the assumption failed (under
+ *   1% of pairs on Pfam x UniProt: the high scorers).  Then g - tec_b is
+ *   still a lower bound of HMMER's J(L): B(i) >= B0 in every row, every
+ *   operation is monotone, and no byte saturates before HMMER's overflow
+ *   test fires (E + bias_b < 255 in the rows before, so B + bias_b < 255);
+ *   the kernel writes that bound as MSV_LB_CODE - lb (hmmcascade.h).  The
+ *   host (MsvFilter.finish) reruns those pairs with msv_exact; the device's
+ *   tests (select.cl) rerun only those the bound cannot decide.  When the
+ *   largest U is B0, or bias_b > 61, the kernel writes -2: always rerun.
  *
  * msv_tiled2 (the same, two models a and b per work-item; the fast path).
  *   msv_tiled is bound by integer instructions: per cell one add-then-max and
@@ -133,16 +138,22 @@ inline int4 msv_tile_costs(__global const uchar4 *cost_m, const int Q, const int
 }
 
 /* The tiled kernels' output word for one pair from g, the largest U = max(M, B0) cell.  Rerun
- * exactly (-2) when B was not constant after all (some M > base + tec; also when bytes could
- * saturate), or when g = B0: then no M cell exceeded B0 and the largest M is not known here
- * (practically never happens).  Otherwise J(L) = max(g - tec, 0), or -3 when it is below
- * thr = thr_model[m] + thr_seq[s], the host's conservative MSV prefilter (see
- * cascade._msv_thresholds), done here so that only candidates need the exact P-value test. */
+ * exactly (-2) when bytes could saturate (bias > 61), or when g = B0: then no M cell exceeded B0
+ * and the largest M is not known here (practically never happens).  When B was not constant
+ * after all (some M > base + tec), the lower bound min(g - tec, 255) of J(L), as MSV_LB_CODE - lb
+ * (see the header).  Otherwise J(L) = max(g - tec, 0), or -3 when it is below thr =
+ * thr_model[m] + thr_seq[s], the host's conservative MSV prefilter (see cascade._msv_thresholds),
+ * done here so that only candidates need the exact P-value test. */
 inline short msv_tiled_word(const int g, const int xB, const uchar4 p, const float thr)
 {
-    const int rerun = g > (int) p.z + (int) p.y || p.w > 61 || g <= xB;
+    if (p.w > 61 || g <= xB) return -2;
     const int xj = max(g - (int) p.y, 0);
-    return (short) (rerun ? -2 : ((float) xj < thr ? -3 : xj));
+#ifndef MSV_NO_LB  /* (build option -DMSV_NO_LB: -2 instead, to measure what the bounds save) */
+    if (g > (int) p.z + (int) p.y) return (short) (MSV_LB_CODE - min(xj, 255));
+#else
+    if (g > (int) p.z + (int) p.y) return -2;
+#endif
+    return (short) ((float) xj < thr ? -3 : xj);
 }
 
 __kernel void msv_tiled(
@@ -160,7 +171,7 @@ __kernel void msv_tiled(
     __global const float *thr_model,  /* [n_models] } a pair whose J(L) is below          */
     __global const float *thr_seq,    /* [n_seq]    } thr_model[m] + thr_seq[s] cannot pass */
     __global uint *bnd,               /* scratch [mi * grp_words + grouped word]          */
-    __global short *out_xj)           /* [(m - model0) * n_seq + s]: J(L); -2 = rerun; -3 = below */
+    __global short *out_xj)           /* [(m - model0) * n_seq + s]: J(L); -2 = rerun; -3 = below; lb */
 {
     __local int2 cl[CROWS * CSTRIDE2];
     /* work-groups of long sequences first (the batch is sorted shortest first), so
@@ -279,7 +290,7 @@ __kernel void msv_tiled2(
     __global const float *thr_model,  /* [n_models] } a pair whose J(L) is below          */
     __global const float *thr_seq,    /* [n_seq]    } thr_model[m] + thr_seq[s] cannot pass */
     __global uint *bnd,               /* scratch [row * grp_words + grouped word]         */
-    __global short *out_xj)           /* [row * n_seq + s]: J(L); -2 = rerun; -3 = below  */
+    __global short *out_xj)           /* [row * n_seq + s]: J(L); -2 = rerun; -3 = below; lb */
 {
     __local uint cl[CROWS * CSTRIDE1];   /* packed cost words c[k] (header) */
     /* work-groups of long sequences first, as in msv_tiled */
@@ -502,9 +513,10 @@ void msv_exact_wg(
     if (get_local_id(0) == 0) out_xj[pi] = xj;
 }
 
-/* msv_exact_list: msv_exact_group on the pairs msv_tiled2 handed back (-2) in one model range's
- * output matrix, listed by select.cl's msv_rerun_list (flat positions (m - model0) * n_seq + s,
- * their number at n_listed[slot], at most cap of them kept); each score is written back in place.
+/* msv_exact_list: msv_exact_group on the pairs msv_tiled2 handed back in one model range's output
+ * matrix (-2, and lower bounds that do not pass F1), listed by select.cl's msv_rerun_list (flat
+ * positions (m - model0) * n_seq + s, their number at n_listed[slot], at most cap of them kept);
+ * each score is written back in place.
  * A work-group takes list entries group, group + groups, ... (the count is known on the device
  * only, so the launch has a fixed number of groups). */
 __kernel __attribute__((reqd_work_group_size(MSV_WG, 1, 1)))

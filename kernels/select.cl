@@ -31,7 +31,7 @@
 #define SEL_WG 256             /* work-items per block                  */
 #define SEL_PER 16             /* consecutive entries per work-item     */
 #define SEL_BLOCK (SEL_WG * SEL_PER)
-#define SEL_REGIONS 8          /* regions a compaction can write (at most) */
+#define SEL_REGIONS 9          /* regions a compaction can write (at most) */
 #define SEL_DROP 255           /* class of a pair that no region takes  */
 #define LN2 0.69314718055994529
 
@@ -57,15 +57,18 @@ inline int passes_thr(const float x, const float thr)
     return !(x < thr);
 }
 
-/* The MSV filter's score in nats from the kernel's J(L) word (-1: overflow, +inf). */
-inline float msv_nats_of(const short xj, const uchar tjb, const uchar base, const float scale_b)
+/* The MSV filter's score in nats from a J(L) byte (-1: overflow, +inf).  A lower bound code
+ * (MSV_LB_CODE - lb) gives lb's score: a lower bound of HMMER's (the arithmetic is monotone). */
+inline float msv_nats_of(short xj, const uchar tjb, const uchar base, const float scale_b)
 {
+    if (xj <= MSV_LB_CODE) xj = (short) (MSV_LB_CODE - xj);
     if (xj < 0) return INFINITY;
     const float num = (float) ((int) xj - (int) tjb) - (float) base;
     return minus3(div_f32(num, scale_b));
 }
 
-/* Whether entry (m, s) of an MSV matrix passes F1; its score in *usc. */
+/* Whether entry (m, s) of an MSV matrix passes F1 (for a lower bound: certainly passes); its
+ * score (or lower bound) in *usc. */
 inline int msv_entry_passes(const short xj, const int s, const int m, __global const uchar *seq_tjb,
                             __global const uchar4 *params, __global const float *nullsc,
                             __global const float *pass_f1, const float scale_b, float *usc)
@@ -73,6 +76,26 @@ inline int msv_entry_passes(const short xj, const int s, const int m, __global c
     if (xj == -3 || xj == -2) return 0;   /* below the kernel's conservative threshold (-2: never left) */
     *usc = msv_nats_of(xj, seq_tjb[s], params[m].z, scale_b);
     return passes_thr(bits_of(*usc, nullsc[s]), pass_f1[m]);
+}
+
+/* msv_rerun_list: the flat positions of the entries of an MSV matrix of n entries (models model0...)
+ * that msv_exact_list must recompute: the tiled kernel's -2, and its lower bounds that do not pass
+ * F1 (the others certainly pass; bias_classify decides whether they need their exact score), in no
+ * particular order (n_listed[slot] counts them all, at most cap are kept). */
+__kernel void msv_rerun_list(__global const short *xj, const long n, __global int *n_listed, const int slot,
+                             __global int *listed, const int cap, const int n_seq, const int model0,
+                             __global const uchar *seq_tjb, __global const uchar4 *params,
+                             __global const float *nullsc, __global const float *pass_f1, const float scale_b)
+{
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        const short w = xj[i];
+        float usc;
+        if (w == -2 || (w <= MSV_LB_CODE && !msv_entry_passes(w, (int) (i % n_seq), model0 + (int) (i / n_seq),
+                                                              seq_tjb, params, nullsc, pass_f1, scale_b, &usc))) {
+            const int k = atomic_inc(n_listed + slot);
+            if (k < cap) listed[k] = (int) i;
+        }
+    }
 }
 #endif
 
@@ -108,20 +131,6 @@ inline long block_sum_long(const long v, __local long *tmp)
     const long r = tmp[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
-}
-
-/* msv_rerun_list: the flat positions of the -2 entries (msv_tiled2's handed-back pairs) of an
- * MSV matrix of n entries, in no particular order (*n_listed counts them all, at most cap are
- * kept; n_listed[slot] counts); msv.cl's msv_exact_list recomputes them in place. */
-__kernel void msv_rerun_list(__global const short *xj, const long n, __global int *n_listed, const int slot,
-                             __global int *listed, const int cap)
-{
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-        if (xj[i] == -2) {
-            const int k = atomic_inc(n_listed + slot);
-            if (k < cap) listed[k] = (int) i;
-        }
-    }
 }
 
 /* Zero n ints (counters before a batch's compactions). */
@@ -169,14 +178,15 @@ void msv_select_count(
 }
 
 /* msv_select_scatter: the passing entries of msv_select_count's blocks, in order, to region 0
- * of (out_seq, out_model, out_usc) at the block offsets of select_scan. */
+ * of (out_seq, out_model, out_usc, out_lb) at the block offsets of select_scan (out_lb: 1 where
+ * out_usc is a lower bound). */
 __kernel __attribute__((reqd_work_group_size(SEL_WG, 1, 1)))
 void msv_select_scatter(
     __global const short *xj, const int n_seq, const int n_mod, const int model0,
     __global const uchar *seq_tjb, __global const uchar4 *params,
     __global const float *nullsc, __global const float *pass_f1, const float scale_b,
     __global const int *block_offset, const int cap,
-    __global int *out_seq, __global int *out_model, __global float *out_usc)
+    __global int *out_seq, __global int *out_model, __global float *out_usc, __global uchar *out_lb)
 {
     __local int tmp[SEL_WG];
     const long n = (long) n_mod * n_seq;
@@ -199,21 +209,31 @@ void msv_select_scatter(
             out_seq[at] = (int) (i % n_seq);
             out_model[at] = model0 + (int) (i / n_seq);
             out_usc[at] = usc[j];
+            out_lb[at] = xj[i] <= MSV_LB_CODE;   /* usc is a lower bound */
         }
         at++;
     }
 }
 
-/* bias_classify: after bias_filter, each MSV survivor's filter score and its region:
- * SEL_DROP (fails F1 with the bias-corrected score), region_fwd (passes F2 on its MSV score:
- * no Viterbi filter), or the Viterbi region of its model's size class (vit_region[m]).
- * Without the bias filter (use_bias 0) the filter score is the null score. */
+/* The region of an MSV survivor from its bias-corrected bit score b: SEL_DROP (fails F1),
+ * region_fwd (passes F2 on its MSV score: no Viterbi filter), or vit_region[m]. */
+inline uchar msv_region(const float b, const int m, __global const float *pass_f1, __global const float *pass_f2,
+                        __global const uchar *vit_region, const int region_fwd)
+{
+    return !passes_thr(b, pass_f1[m]) ? SEL_DROP : passes_thr(b, pass_f2[m]) ? (uchar) region_fwd : vit_region[m];
+}
+
+/* bias_classify: after bias_filter, each MSV survivor's filter score and its region
+ * (msv_region).  Without the bias filter (use_bias 0) the filter score is the null score.  A
+ * survivor known by a lower bound of its MSV score (lb[i]) whose bound does not pass F2 (so its
+ * region is not certain) goes to region_rerun: msv_rerun_classify classifies it once its exact
+ * score is known. */
 __kernel void bias_classify(
     const int n, __global const int *pair_seq, __global const int *pair_model,
-    __global const float *usc, __global const float *hmm_nats, const int use_bias,
+    __global const float *usc, __global const uchar *lb, __global const float *hmm_nats, const int use_bias,
     __global const float *llogp1, __global const float *log1mp1, __global const float *nullsc,
     __global const float *pass_f1, __global const float *pass_f2,
-    __global const uchar *vit_region, const int region_fwd,
+    __global const uchar *vit_region, const int region_fwd, const int region_rerun,
     __global uchar *cls, __global float *filtersc)
 {
     const int i = (int) get_global_id(0);
@@ -228,7 +248,24 @@ __kernel void bias_classify(
     }
     const float b = bits_of(usc[i], fs);
     filtersc[i] = fs;
-    cls[i] = !passes_thr(b, pass_f1[m]) ? SEL_DROP : passes_thr(b, pass_f2[m]) ? (uchar) region_fwd : vit_region[m];
+    const uchar r = msv_region(b, m, pass_f1, pass_f2, vit_region, region_fwd);
+    cls[i] = lb[i] && r != (uchar) region_fwd ? (uchar) region_rerun : r;
+}
+
+/* msv_rerun_classify: the pairs src_off + i (i < n) that bias_classify put in the rerun region,
+ * with their exact MSV words xj[i] (msv_exact_wg) and filter scores filtersc: their regions
+ * (msv_region).  They passed F1 on the null score with a lower bound, so they do exactly. */
+__kernel void msv_rerun_classify(
+    const int n, const int src_off, __global const int *pair_seq, __global const int *pair_model,
+    __global const float *filtersc, __global const short *xj, __global const uchar *seq_tjb,
+    __global const uchar4 *params, const float scale_b, __global const float *pass_f1,
+    __global const float *pass_f2, __global const uchar *vit_region, const int region_fwd, __global uchar *cls)
+{
+    const int i = (int) get_global_id(0);
+    if (i >= n) return;
+    const int s = pair_seq[src_off + i], m = pair_model[src_off + i];
+    const float usc = msv_nats_of(xj[i], seq_tjb[s], params[m].z, scale_b);
+    cls[i] = msv_region(bits_of(usc, filtersc[src_off + i]), m, pass_f1, pass_f2, vit_region, region_fwd);
 }
 
 /* vit_classify: after the Viterbi filter, region_fwd for the pairs that pass F2, else SEL_DROP. */

@@ -5,7 +5,7 @@ Reference: pyhmmer 0.12.3's ``OptimizedProfile.msv_filter`` (HMMER 3.4
 pipeline reconfigures the length before filtering.  Both tiled kernels are
 compared with it: ``msv_tiled2`` (two models per work-item, path "tiled") and
 ``msv_tiled`` (one, path "tiled1"); and with each other word for word, before
-the reruns, -2 and -3 included.
+the reruns, -2, -3 and the lower bounds included.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ LAUNCHES = [(0, 25), (0, 24), (1, 25), (5, 12), (16, 17), (3, 4), (2, 4), (15, 1
 @pytest.mark.parametrize("thr", ["none", "search", "harsh"])
 def test_tiled2_words_equal_tiled1(msv_sample, tiled_pair, lo, hi, thr):
     """msv_tiled2 (two models per work-item, 16-bit halves) writes msv_tiled's words for every pair:
-    J(L), -2 (rerun) and -3 (below the prefilter threshold), with each set of thresholds.
+    J(L), -2 (rerun), lower bounds and -3 (below the prefilter threshold), with each set of thresholds.
 
     Exact equality, no tolerance: each half computes msv_tiled's integer recurrence (the kernel
     header shows no half leaves int16), so any difference is a bug."""
@@ -171,9 +171,30 @@ def test_tiled2_words_equal_tiled1(msv_sample, tiled_pair, lo, hi, thr):
     details = [(lo + int(m), int(L[q]), int(got[m, q]), int(want[m, q])) for m, q in mismatch[:10]]
     assert len(mismatch) == 0, f"{len(mismatch)} words differ (model, L, tiled2, tiled1): {details}"
     if (lo, hi) == (0, 25):  # the kinds of word each set of thresholds gives in the full launch
-        assert (got == -2).any() and (got >= 0).any()
+        assert (got <= filters.MSV_LB_CODE).any() and (got >= 0).any()
         assert (got == -3).any() == (thr != "none")
         assert (got == -3).mean() > 0.3 or thr != "harsh"
+
+
+def test_tiled_lower_bounds_bound_hmmer(msv_sample, tiled_pair, hmmer_msv):
+    """Where the tiled kernel's B state was not constant it writes a lower bound of J(L)
+    (MSV_LB_CODE - lb): HMMER's J(L) is at least lb, or overflows.  The device's tests let such
+    pairs through on the bound alone (select.cl), so a bound above HMMER's score would pass a
+    pair HMMER drops."""
+    one, two, batch, _ = tiled_pair
+    s = msv_sample
+    words = _tiled_words(two, batch, 0, len(s.db))
+    exact = filters.MsvFilter(one.dev, one.models, 256 << 20, path="exact")(batch, 0, len(s.db))[0]
+    lb_at = words <= filters.MSV_LB_CODE
+    lb = filters.MSV_LB_CODE - words[lb_at].astype(np.int64)
+    assert lb_at.any() and (lb >= 0).all() and (lb <= 255).all()
+    xj = exact[lb_at].astype(np.int64)
+    assert np.all((xj == -1) | (xj >= lb))
+    assert (xj == lb).any() and (xj == -1).any()  # tight where B stayed nearly constant; overflows
+    # every overflow of HMMER's is one of them; the other words are exact
+    assert np.all(lb_at[np.isposinf(hmmer_msv)])
+    plain = words >= 0
+    np.testing.assert_array_equal(words[plain], exact[plain])
 
 
 def test_tiled2_sample_covers_lengths(msv_sample):

@@ -445,6 +445,9 @@ class Cascade:
         t1 = time.perf_counter()
         st.kernel_s["bias"] += sel.info["bias_s"]
         st.past_bias = sel.info["past_bias"]
+        st.msv_reruns += sel.info["reruns"]  # lower bounds that left the pair's region open
+        st.msv_rerun_s += sel.info["rerun_s"]
+        st.kernel_s["msv"] += sel.info["rerun_s"]
         tm = mark("bias", tm)
         host += time.perf_counter() - t1
         out = sel.viterbi_stage()

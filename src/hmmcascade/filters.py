@@ -25,6 +25,8 @@ __all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFil
 
 #: Work-items per work-group along the sequence axis.
 LOCAL_SIZE = 64
+#: hmmcascade.h's MSV_LB_CODE: a tiled MSV word w <= MSV_LB_CODE is a lower bound MSV_LB_CODE - w of J(L)
+MSV_LB_CODE = -256
 #: msv_exact_wg: work-items per pair, and the longest model (in 4-node words) its local rows hold.
 MSV_WG, MSV_WG_QMAX = 32, 1024
 #: forward_wg: work-items per pair, and the pairs (cells M L at least) that take it instead of forward_filter:
@@ -290,8 +292,8 @@ class MsvFilter:
 
     ``msv_tiled2`` computes all pairs, two models per work-item, under the assumption that the B
     state stays constant (true for >99% of pairs; exact whenever it holds, and the kernel detects
-    when it does not); ``msv_exact_wg`` (``msv_exact`` for the longest models) reruns the others,
-    HMMER's way.  ``path``: "tiled" (``msv_tiled2``; default on GPUs), "tiled1" (``msv_tiled``, one
+    when it does not, writing -2 or a lower bound, see msv.cl); ``msv_exact_wg`` (``msv_exact`` for
+    the longest models) reruns the others, HMMER's way.  ``path``: "tiled" (``msv_tiled2``; default on GPUs), "tiled1" (``msv_tiled``, one
     model per work-item: the same words, kept to compare with) or "exact" (``msv_exact`` on every
     pair; default on CPUs); ``$HMMCASCADE_MSV`` sets the default.
     """
@@ -402,12 +404,12 @@ class MsvFilter:
     def finish(self, started, then=None, rerun: bool = True) -> tuple[np.ndarray, float]:
         """The result of :meth:`start`: ``(J(L) [models, sequences], kernel seconds)``.
 
-        The pairs the tiled kernel hands over (-2) are rerun on the main queue, behind the launches
+        The pairs the tiled kernel hands over (-2, lower bounds) are rerun on the main queue, behind the launches
         already there; ``then()``, called once they are enqueued and before waiting for them, may
         enqueue more (the search starts a model range there), so the device never runs dry while
         the host waits.  (On another queue the reruns would not overlap: NVIDIA's OpenCL
         serialises kernels of different queues that read the same buffers.)  ``rerun=False``:
-        the tiled kernel's words as they are, -2 kept (to compare the tiled kernels)."""
+        the tiled kernel's words as they are, -2 and lower bounds kept (to compare the tiled kernels)."""
         if isinstance(started[0], str):  # the selection's kernels: their seconds
             if then is not None:
                 then()
@@ -419,8 +421,10 @@ class MsvFilter:
         batch, model_lo, n_mod, n_seq, ev, read = started
         xj = read().reshape(n_mod, n_seq)
         seconds = _event_seconds([ev])
-        # the pairs to rerun, found on the flat matrix: a 2-D nonzero is ~10 times slower
-        mi, si = np.divmod(np.flatnonzero(xj == -2) if rerun else np.zeros(0, dtype=np.int64), n_seq)
+        # the pairs to rerun (-2, and the lower bounds: the host's tests take exact scores), found
+        # on the flat matrix: a 2-D nonzero is ~10 times slower
+        mi, si = np.divmod(np.flatnonzero((xj == -2) | (xj <= MSV_LB_CODE)) if rerun else np.zeros(0, dtype=np.int64),
+                           n_seq)
         collect = self._exact_groups(batch, si.astype(np.int32), (mi + model_lo).astype(np.int32),
                                      defer=True) if len(mi) else None
         if then is not None:

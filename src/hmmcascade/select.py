@@ -9,15 +9,19 @@ model, targets by length within a model):
 
 1. per MSV model range: the tiled kernel's handed-back pairs are listed and recomputed in
    place (msv_rerun_list, msv_exact_list), then the pairs passing F1 are appended to the
-   batch's MSV list (msv_select_count / select_scan / msv_select_scatter);
+   batch's MSV list (msv_select_count / select_scan / msv_select_scatter).  The tiled
+   kernel's lower bounds (the high scorers: its B state was not constant) are recomputed only
+   when the bound does not pass F1; the others enter the list with their bound;
 2. the bias filter runs on that list; bias_classify sorts each pair into the Forward region
    (passes F2 on its MSV score), a Viterbi region (one per launch class of the Viterbi filter,
-   ViterbiFilter.classes) or none;
+   ViterbiFilter.classes) or none.  A pair listed with a bound that does not pass F2 (with the
+   bias-corrected score) goes to a rerun region instead: msv_exact_wg computes its exact score
+   and msv_rerun_classify sorts it as bias_classify would have;
 3. the Viterbi filter runs on each Viterbi region; vit_classify appends its passing pairs to
    the Forward region;
 4. the host reads the Forward region (about 1/10 of the MSV survivors) and goes on as before.
 
-The host waits three times per batch, each time for a few counts (the device's wait hook then
+The host waits three or four times per batch, each time for a few counts (the device's wait hook then
 starts the next batch's MSV launches, so the device is not idle).  Where a list would overflow
 its room, the search redoes the batch with the host's tests (:meth:`Cascade.run_batch`).
 """
@@ -36,7 +40,7 @@ __all__ = ["DeviceSelect", "select_enabled"]
 
 SEL_WG, SEL_PER = 256, 16  #: select.cl's block: SEL_WG work-items of SEL_PER entries each
 SEL_BLOCK = SEL_WG * SEL_PER
-SEL_REGIONS = 8  #: select.cl's SEL_REGIONS: the most regions one compaction writes
+SEL_REGIONS = 9  #: select.cl's SEL_REGIONS: the most regions one compaction writes
 REGION_FWD = 0  #: the Forward filter's region; Viterbi regions follow
 #: a batch's MSV list has room for 1/LIST_ROOM of its pairs, at least LIST_MIN (and at most all)
 LIST_ROOM, LIST_MIN = 4, 1 << 20
@@ -78,9 +82,9 @@ class DeviceSelect:
         k = lambda name: dev.kernel("select", name)  # noqa: E731
         self.k_rerun, self.k_zero = k("msv_rerun_list"), k("zero_ints")
         self.k_msv_count, self.k_msv_scatter = k("msv_select_count"), k("msv_select_scatter")
-        self.k_bias, self.k_vit = k("bias_classify"), k("vit_classify")
+        self.k_bias, self.k_vit, self.k_rerun_cls = k("bias_classify"), k("vit_classify"), k("msv_rerun_classify")
         self.k_count, self.k_scan, self.k_scatter = k("class_count"), k("select_scan"), k("class_scatter")
-        self.k_exact_list = dev.kernel("msv", "msv_exact_list")
+        self.k_exact_list, self.k_exact_wg = dev.kernel("msv", "msv_exact_list"), dev.kernel("msv", "msv_exact_wg")
         self.pass_f1 = dev.to_device(np.asarray(pass_f1, dtype=np.float32))
         self.pass_f2_msv = dev.to_device(np.asarray(pass_f2_msv, dtype=np.float32))
         self.pass_f2_vit = dev.to_device(np.asarray(pass_f2_vit, dtype=np.float32))
@@ -88,7 +92,7 @@ class DeviceSelect:
         vit = cascade.viterbi
         Q = self.models.node_words
         classes = vit.classes()
-        while sum(1 for b, _ in classes if b < 0 or (Q <= b).any()) > SEL_REGIONS - 1:
+        while sum(1 for b, _ in classes if b < 0 or (Q <= b).any()) > SEL_REGIONS - 2:  # + Forward, reruns
             del classes[-3]  # too many for the compaction: merge a viterbi_wg class into the next
         region = np.full(len(Q), 0, dtype=np.int64)
         self.vit_regions = []  # (region, max_Q, wg: no scratch rows)
@@ -101,7 +105,8 @@ class DeviceSelect:
                 self.vit_regions.append((r, int(Q[sel].max()), not rows))
             lo = b
         self.n_regions = 1 + len(self.vit_regions)
-        assert self.n_regions <= SEL_REGIONS
+        self.region_rerun = self.n_regions  #: bias_classify's pairs whose exact MSV score is needed
+        assert self.n_regions + 1 <= SEL_REGIONS
         self.vit_region = dev.to_device(region.astype(np.uint8))
         align = max(16, int(dev.device.mem_base_addr_align) // 8)
         self.align_elems = max(1, align // 4)  # a region of int/float elements starts aligned
@@ -133,7 +138,8 @@ class DeviceSelect:
         cap = min(n_pairs, max(LIST_MIN, n_pairs // LIST_ROOM))
         reruns = self.dev.scratch(4 * max(n_ranges, 1))
         self.k_zero(self.dev.queue, (_round_up(max(n_ranges, 1), LOCAL_SIZE),), None, reruns, np.int32(n_ranges))
-        return BatchSelect(self, batch, self._lists(cap, 1), self.dev.to_device(lp.nullsc_nats.astype(np.float32)),
+        return BatchSelect(self, batch, self._lists(cap, 1), self.dev.scratch(cap),
+                           self.dev.to_device(lp.nullsc_nats.astype(np.float32)),
                            self.dev.to_device(lp.llogp1_f32.astype(np.float32)),
                            self.dev.to_device(lp.log1mp1_f32.astype(np.float32)), reruns, n_ranges)
 
@@ -159,7 +165,8 @@ class DeviceSelect:
             listed = dev.scratch(4 * n)
             groups = min(-(-n // 256), 4096)
             events.append(self.k_rerun(q, (groups * 256,), (256,), out, np.int64(n), bs.reruns, np.int32(slot), listed,
-                                       np.int32(n)))
+                                       np.int32(n), np.int32(n_seq), np.int32(model_lo), batch.seq_tjb, m.msv_params,
+                                       bs.nullsc, self.pass_f1, np.float32(self.db.scale_b)))
             rerun.append(self.k_exact_list(
                 q, (EXACT_LIST_GROUPS * MSV_WG,), (MSV_WG,),
                 batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, listed, bs.reruns, np.int32(slot),
@@ -174,16 +181,18 @@ class DeviceSelect:
         offsets, ev = self._scan(nb, 1, counts, cells, bs.msv)
         events.append(ev)
         events.append(self.k_msv_scatter(q, (nb * SEL_WG,), (SEL_WG,), *common, m.msv_params, bs.nullsc, self.pass_f1,
-                                         sb, offsets, np.int32(bs.msv.cap), bs.msv.seq, bs.msv.model, bs.msv.val))
+                                         sb, offsets, np.int32(bs.msv.cap), bs.msv.seq, bs.msv.model, bs.msv.val,
+                                         bs.msv_lb))
         return events + rerun
 
 
 class BatchSelect:
     """One batch's lists and stages (see the module's docs)."""
 
-    def __init__(self, sel: DeviceSelect, batch: DeviceBatch, msv: _Lists, nullsc, llogp1, log1mp1, reruns,
+    def __init__(self, sel: DeviceSelect, batch: DeviceBatch, msv: _Lists, msv_lb, nullsc, llogp1, log1mp1, reruns,
                  n_ranges: int):
         self.sel, self.batch, self.msv = sel, batch, msv
+        self.msv_lb = msv_lb  #: uchar per MSV list entry: 1 where its score is a lower bound
         self.nullsc, self.llogp1, self.log1mp1 = nullsc, llogp1, log1mp1
         self.reruns, self.n_ranges = reruns, n_ranges
 
@@ -208,9 +217,10 @@ class BatchSelect:
         ``use_bias``) and its tests on the MSV list, sorting the pairs into the Forward and
         Viterbi regions; False on overflow.  :attr:`info` gets counts and kernel seconds."""
         sel, dev, q = self.sel, self.sel.dev, self.sel.dev.queue
-        batch, n1 = self.batch, self.n1
-        self.info = info = {"past_bias": 0, "vit_pairs": 0, "vit_cells": 0, "bias_s": 0.0, "vit_s": 0.0}
-        self.lists = lists = sel._lists(n1, sel.n_regions)
+        batch, n1, R = self.batch, self.n1, sel.region_rerun
+        self.info = info = {"past_bias": 0, "vit_pairs": 0, "vit_cells": 0, "bias_s": 0.0, "vit_s": 0.0,
+                            "reruns": 0, "rerun_s": 0.0}
+        self.lists = lists = sel._lists(n1, sel.n_regions + 1)
         self.counts = np.zeros(SEL_REGIONS, dtype=np.int64)
         if n1 == 0:
             return True
@@ -220,14 +230,31 @@ class BatchSelect:
             ev_b = bias_filter.enqueue(batch, self.msv.seq, self.msv.model, n1, hmm)
         cls, fs = dev.scratch(n1), dev.scratch(4 * n1)
         sel.k_bias(q, (_round_up(n1, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n1), self.msv.seq, self.msv.model,
-                   self.msv.val, hmm, np.int32(1 if use_bias else 0), self.llogp1, self.log1mp1, self.nullsc,
-                   sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), cls, fs)
-        self._compact(n1, 0, cls, sel.n_regions, self.msv.seq, self.msv.model, fs, lists)
+                   self.msv.val, self.msv_lb, hmm, np.int32(1 if use_bias else 0), self.llogp1, self.log1mp1,
+                   self.nullsc, sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), np.int32(R),
+                   cls, fs)
+        self._compact(n1, 0, cls, sel.n_regions + 1, self.msv.seq, self.msv.model, fs, lists)
         counts, cells = self._read_counts(lists)
         if ev_b is not None:
             info["bias_s"] = _event_seconds([ev_b])
-        if (counts[:sel.n_regions] > lists.cap).any():
+        if (counts[:R + 1] > lists.cap).any():
             return False
+        if counts[R]:  # the pairs whose lower bound left their region open: exact scores, then classified
+            n = int(counts[R])
+            m, off = sel.models, R * lists.cap
+            pairs = [b.get_sub_region(4 * off, 4 * n) for b in (lists.seq, lists.model)]
+            xj, cls = dev.scratch(2 * n), dev.scratch(n)
+            ev = sel.k_exact_wg(q, (n * MSV_WG,), (MSV_WG,), batch.dsq_packed, batch.seq_off, batch.seq_len,
+                                batch.seq_tjb, *pairs, np.int32(n), m.msv_cost, m.word_emis_off, m.model_M,
+                                m.msv_params, xj)
+            sel.k_rerun_cls(q, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq,
+                            lists.model, lists.val, xj, batch.seq_tjb, m.msv_params, np.float32(sel.db.scale_b),
+                            sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), cls)
+            self._compact(n, off, cls, sel.n_regions, lists.seq, lists.model, lists.val, lists)
+            counts, cells = self._read_counts(lists)
+            info["reruns"], info["rerun_s"] = n, _event_seconds([ev])
+            if (counts[:sel.n_regions] > lists.cap).any():
+                return False
         info["past_bias"] = int(counts[:sel.n_regions].sum())
         self.counts, self.cells = counts, cells
         return True
