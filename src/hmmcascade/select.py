@@ -138,8 +138,8 @@ class DeviceSelect:
         cap = min(n_pairs, max(LIST_MIN, n_pairs // LIST_ROOM))
         reruns = self.dev.scratch(4 * max(n_ranges, 1))
         self.k_zero(self.dev.queue, (_round_up(max(n_ranges, 1), LOCAL_SIZE),), None, reruns, np.int32(n_ranges))
-        return BatchSelect(self, batch, self._lists(cap, 1), self.dev.scratch(cap),
-                           self.dev.to_device(lp.nullsc_nats.astype(np.float32)),
+        msv = self._lists(cap, 1)  # (its room rounded up)
+        return BatchSelect(self, batch, msv, self.dev.scratch(msv.cap), self.dev.to_device(lp.nullsc_nats.astype(np.float32)),
                            self.dev.to_device(lp.llogp1_f32.astype(np.float32)),
                            self.dev.to_device(lp.log1mp1_f32.astype(np.float32)), reruns, n_ranges)
 
