@@ -437,6 +437,15 @@ class MsvFilter:
             self.rerun_s += sec
         return xj, seconds
 
+    def enqueue_exact_wg(self, batch: DeviceBatch, d_seq, d_model, n: int, out):
+        """Enqueue msv_exact_wg on the main queue: the J(L) words (int16, -1 on overflow) of the n
+        pairs (d_seq[i], d_model[i]) (device int32 buffers; models within MSV_WG_QMAX words) into
+        ``out``; returns the kernel's event."""
+        m = self.models
+        return self.exact_wg(self.dev.queue, (n * MSV_WG,), (MSV_WG,), batch.dsq_packed, batch.seq_off, batch.seq_len,
+                             batch.seq_tjb, d_seq, d_model, np.int32(n), m.msv_cost, m.word_emis_off, m.model_M,
+                             m.msv_params, out)
+
     def _exact_groups(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, defer: bool = False):
         """msv_exact_wg (a work-group per pair) on a list of pairs; models too long for its
         local rows go to msv_exact.  Returns ``(scores, kernel seconds)``; with ``defer``, once the
@@ -448,14 +457,9 @@ class MsvFilter:
             parts.append((big, self._exact(batch, pair_seq[big], pair_model[big], defer=True)))
         n = int(small.sum())
         if n:
-            m = self.models
             res = self.dev.scratch(2 * n)
             pairs = (self.dev.to_device(pair_seq[small]), self.dev.to_device(pair_model[small]))
-            ev = self.exact_wg(
-                self.dev.queue, (n * MSV_WG,), (MSV_WG,),
-                batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
-                m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, res,
-            )
+            ev = self.enqueue_exact_wg(batch, *pairs, n, res)
             read = self.dev.read_async(res, np.int16, n, keep=pairs)
             parts.append((np.flatnonzero(small), lambda: (read(), _event_seconds([ev]))))
 

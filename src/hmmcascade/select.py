@@ -84,7 +84,7 @@ class DeviceSelect:
         self.k_msv_count, self.k_msv_scatter = k("msv_select_count"), k("msv_select_scatter")
         self.k_bias, self.k_vit, self.k_rerun_cls = k("bias_classify"), k("vit_classify"), k("msv_rerun_classify")
         self.k_count, self.k_scan, self.k_scatter = k("class_count"), k("select_scan"), k("class_scatter")
-        self.k_exact_list, self.k_exact_wg = dev.kernel("msv", "msv_exact_list"), dev.kernel("msv", "msv_exact_wg")
+        self.k_exact_list = dev.kernel("msv", "msv_exact_list")
         self.pass_f1 = dev.to_device(np.asarray(pass_f1, dtype=np.float32))
         self.pass_f2_msv = dev.to_device(np.asarray(pass_f2_msv, dtype=np.float32))
         self.pass_f2_vit = dev.to_device(np.asarray(pass_f2_vit, dtype=np.float32))
@@ -239,25 +239,30 @@ class BatchSelect:
             info["bias_s"] = _event_seconds([ev_b])
         if (counts[:R + 1] > lists.cap).any():
             return False
-        if counts[R]:  # the pairs whose lower bound left their region open: exact scores, then classified
-            n = int(counts[R])
-            m, off = sel.models, R * lists.cap
-            pairs = [b.get_sub_region(4 * off, 4 * n) for b in (lists.seq, lists.model)]
-            xj, cls = dev.scratch(2 * n), dev.scratch(n)
-            ev = sel.k_exact_wg(q, (n * MSV_WG,), (MSV_WG,), batch.dsq_packed, batch.seq_off, batch.seq_len,
-                                batch.seq_tjb, *pairs, np.int32(n), m.msv_cost, m.word_emis_off, m.model_M,
-                                m.msv_params, xj)
-            sel.k_rerun_cls(q, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq,
-                            lists.model, lists.val, xj, batch.seq_tjb, m.msv_params, np.float32(sel.db.scale_b),
-                            sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), cls)
-            self._compact(n, off, cls, sel.n_regions, lists.seq, lists.model, lists.val, lists)
-            counts, cells = self._read_counts(lists)
-            info["reruns"], info["rerun_s"] = n, _event_seconds([ev])
+        if counts[R]:
+            counts, cells = self._rerun_region(int(counts[R]))
             if (counts[:sel.n_regions] > lists.cap).any():
                 return False
         info["past_bias"] = int(counts[:sel.n_regions].sum())
         self.counts, self.cells = counts, cells
         return True
+
+    def _rerun_region(self, n: int):
+        """The n pairs bias_classify put in the rerun region (their lower bound left their region
+        open): exact MSV words (msv_exact_wg), then each pair appended to its region
+        (msv_rerun_classify).  Returns :meth:`_read_counts` after."""
+        sel, dev, lists = self.sel, self.sel.dev, self.lists
+        m, off = sel.models, sel.region_rerun * lists.cap
+        pairs = [b.get_sub_region(4 * off, 4 * n) for b in (lists.seq, lists.model)]
+        xj, cls = dev.scratch(2 * n), dev.scratch(n)
+        ev = sel.cascade.msv.enqueue_exact_wg(self.batch, *pairs, n, xj)
+        sel.k_rerun_cls(dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq,
+                        lists.model, lists.val, xj, self.batch.seq_tjb, m.msv_params, np.float32(sel.db.scale_b),
+                        sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), cls)
+        self._compact(n, off, cls, sel.n_regions, lists.seq, lists.model, lists.val, lists)
+        counts_cells = self._read_counts(lists)
+        self.info["reruns"], self.info["rerun_s"] = n, _event_seconds([ev])
+        return counts_cells
 
     def viterbi_stage(self) -> dict | None:
         """The Viterbi filter and its test on each Viterbi region, the passing pairs appended to
