@@ -98,6 +98,63 @@ class ThreadSampler:
                 print(f"      {c * self.interval:7.3f}s  {key}", file=buf)
 
 
+
+def report_overlap(buf, ev) -> None:
+    """Per kernel name: its summed time, and its time alone on the device (no other kernel name
+    running): what the device's busy span would lose at most if that kernel took no time."""
+    points = sorted([(a, 1, i) for i, (a, _, _, _) in enumerate(ev)] + [(b, -1, i) for i, (_, b, _, _) in enumerate(ev)])
+    running, alone, sets, last = {}, {}, {}, None
+    for t, kind, i in points:
+        if last is not None and running:
+            names = frozenset(str(ev[j][3]) for j in running)
+            sets[names] = sets.get(names, 0) + (t - last)
+            if len(names) == 1:
+                n = next(iter(names))
+                alone[n] = alone.get(n, 0) + (t - last)
+        last = t
+        if kind > 0:
+            running[i] = True
+        else:
+            running.pop(i, None)
+    total = {}
+    for a, b, _, n in ev:
+        total[n] = total.get(n, 0) + (b - a)
+    print("\nkernel time by name (seconds): summed, alone on the device (no other kernel running)", file=buf)
+    for n, tt in sorted(total.items(), key=lambda kv: -kv[1]):
+        print(f"    {str(n):28s} {tt * 1e-9:7.3f}  alone {alone.get(n, 0) * 1e-9:7.3f}", file=buf)
+    print("  the sets of kernels running together longest (seconds):", file=buf)
+    for names, tt in sorted(sets.items(), key=lambda kv: -kv[1])[:25]:
+        print(f"    {tt * 1e-9:7.3f}  {' + '.join(sorted(names))}", file=buf)
+
+
+class _NamedKernel:
+    """A kernel whose launches' events are named in filters.EVENT_NAMES."""
+
+    def __init__(self, kernel, name):
+        self._kernel, self._name = kernel, name
+
+    def __call__(self, *args, **kwargs):
+        ev = self._kernel(*args, **kwargs)
+        filters.EVENT_NAMES[ev.int_ptr] = self._name
+        return ev
+
+    def __getattr__(self, attr):
+        return getattr(self._kernel, attr)
+
+
+def name_kernels(dev) -> None:
+    """Wrap dev.kernel so that every launch's event is named (per device: the kernels cached)."""
+    from hmmcascade.device import Device
+
+    real = Device.kernel
+
+    def kernel(self, program, name):
+        k = real(self, program, name)
+        return k if isinstance(k, _NamedKernel) else _NamedKernel(k, name)
+
+    Device.kernel = kernel
+    filters.EVENT_NAMES = {}
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_workload_arguments(ap)
@@ -159,6 +216,7 @@ def main() -> int:
     filters.LAUNCH_LOG = []
     filters.PHASE_LOG = []
     filters.EVENT_LOG = []
+    name_kernels(dev)
     real_pool = cascade.ThreadPoolExecutor
     if args.serial:  # the worker thread's work done in the main thread, where cProfile sees it alone
         from concurrent.futures import Future
@@ -214,10 +272,10 @@ def main() -> int:
     print("  totals:", {k: round(v, 3) for k, v in tot.items()}, file=buf)
     # the device's idle time: gaps between kernels (all kernels timed, in start order), each put
     # down to the phase marked last before the kernel after the gap was timed
-    ev = sorted(filters.EVENT_LOG)
+    ev = sorted(filters.EVENT_LOG, key=lambda e: e[:2])
     if ev:
         gaps, end, busy = [], ev[0][0], 0  # (length ns, where it starts, label)
-        for a, b, label in ev:
+        for a, b, label, _ in ev:
             if a > end:
                 gaps.append((a - end, end, label))
             busy += max(0, b - max(a, end))
@@ -233,6 +291,7 @@ def main() -> int:
         print("  longest gaps (seconds after the first kernel's start, length, phase):", file=buf)
         for g, at, label in sorted(gaps, reverse=True)[:15]:
             print(f"    {(at - ev[0][0]) * 1e-9:7.3f}s  {g * 1e-6:7.1f} ms  {label}", file=buf)
+        report_overlap(buf, ev)
     print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
           file=buf)
     by = {}

@@ -75,6 +75,14 @@
  */
 #include "hmmcascade.h"
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#include "warp.h"
+
+/* A region's work-group of one full warp (32 work-items) on NVIDIA (inline PTX): warp votes and
+ * shuffles instead of local memory and barriers, for the rounds' decisions and E's draws (see
+ * select_e_warp).  ENS_NO_VOTE: the portable path everywhere. */
+#if defined(HMMC_PTX_SHFL) && defined(cl_khr_fp64) && !defined(ENS_NO_VOTE)
+#define ENS_VOTE 1
+#endif
 
 
 /* P7_DOMAINDEF defaults (p7_domaindef_Create) */
@@ -212,6 +220,59 @@ inline int select_e_group(__global const float *cm, __global const float *cd, co
     }
     return 0;
 }
+
+#ifdef ENS_VOTE
+/* select_e_group for a full warp (32 work-items), the same choice without walking the sums one by
+ * one: work-item a holds entry e0 + a of a block, the block's running sums come from a scan (5
+ * shuffle steps), a running total A carries them over blocks and passes.  These sums group the
+ * additions otherwise than the walk's sequential double sum S, but both are sums of the same
+ * nonnegative numbers, each within n u (n additions, u = 2^-53) of the exact sum, far below
+ * 2^-30 of it for any row (n < 4 * 8 Q entries).  So where roll < A (1 - 2^-30), S has passed
+ * the roll, where roll >= A (1 + 2^-30) it has not; the first entry whose sum may have passed it
+ * is the walk's choice when its sum surely has.  Otherwise (the roll within 2^-30 of a sum,
+ * about once in 10^9 draws), and where a weight is NaN or infinite, select_e_group walks the
+ * row as before.  Every work-item of the warp must call it. */
+inline int select_e_warp(__global const float *cm, __global const float *cd, const int M, const int Q,
+                         const float norm, const double roll, const int lid, __local double *lv)
+{
+    const double lo_f = 1.0 - 0x1p-30, hi_f = 1.0 + 0x1p-30;
+    const int n = 8 * Q;
+    double A = 0.0;
+    for (int pass = 0; pass < 4; pass++) {
+        for (int e0 = 0; e0 < n; e0 += 32) {
+            const int e = e0 + lid;
+            int real = 0;
+            double w = 0.0;
+            if (e < n) {
+                const int kk = (e & 3) * Q + (e >> 3) + 1;
+                if (kk <= M) { w = (double) ((((e >> 2) & 1) ? cd : cm)[kk - 1] * norm); real = 1; }
+            }
+            if (vw_ballot(!isfinite(w)))
+                return select_e_group(cm, cd, M, Q, norm, roll, lid, 32, lv);
+            double sum = w;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const double o = dw_up(sum, d);
+                if (lid >= d) sum = sum + o;
+            }
+            const double a = A + sum;
+            const uint maybe = vw_ballot(real && !(roll >= a * hi_f));
+            if (maybe) {
+                const uint sure = vw_ballot(real && roll < a * lo_f);
+                const int first = 31 - (int) clz(maybe & (0u - maybe));
+                if (!((sure >> first) & 1u))
+                    return select_e_group(cm, cd, M, Q, norm, roll, lid, 32, lv);
+                const int ea = e0 + first;
+                const int kk = (ea & 3) * Q + (ea >> 3) + 1;
+                return ((ea >> 2) & 1) ? -kk : kk;
+            }
+            A = A + dw_idx(sum, 31);
+        }
+        if (!(A > 0.0)) return 0;
+    }
+    return 0;
+}
+#endif
 
 /* p7_spensemble's link_spsamples with HMMER's defaults (overlap of the smaller span;
  * the model overlap omits HMMER's +1).  The diagonal test goes first: it needs no division. */
@@ -377,6 +438,9 @@ __kernel void region_ensemble(
         uint jump_a = 1u, jump_c = 0u;
         for (int d = 0; d <= lid; d++) { jump_a *= 69069u; jump_c = jump_c * 69069u + 1u; }
         const int na = min(nl, ENS_AHEAD);   /* work-items taking steps of a round */
+#ifdef ENS_VOTE
+        const int vote = (nl == 32);         /* a full warp: votes and shuffles (select_e_warp) */
+#endif
         int round = 0;
         const long maxsteps = (long) (L + 2) * (M + 6) + 16;
 
@@ -438,15 +502,30 @@ __kernel void region_ensemble(
                     }
                     /* the first work-item leaving the run (slots alternate between rounds, so that one
                      * round's writes never meet the previous round's reads) */
-                    const int slot = round & 1;
-                    round++;
-                    if (lid == 0) rfirst[slot] = na;
-                    barrier(CLK_LOCAL_MEM_FENCE);
-                    if (dec != RUN_ON) atomic_min(&rfirst[slot], lid);
-                    rdec[slot][lid] = dec;
-                    rx[slot][lid] = xa;
-                    barrier(CLK_LOCAL_MEM_FENCE);
-                    const int J = rfirst[slot];           /* steps that continue the run */
+                    int J;                                /* steps that continue the run */
+                    uint xJ;                              /* the generator after the round */
+                    int decJ = RUN_ON;                    /* the step leaving it */
+#ifdef ENS_VOTE
+                    if (vote) {
+                        const uint leave = vw_ballot(dec != RUN_ON);
+                        J = leave ? 31 - (int) clz(leave & (0u - leave)) : na;
+                        xJ = (uint) vw_idx((int) xa, (J < na) ? J : na - 1);
+                        decJ = vw_idx(dec, (J < na) ? J : 0);
+                    } else
+#endif
+                    {
+                        const int slot = round & 1;
+                        round++;
+                        if (lid == 0) rfirst[slot] = na;
+                        barrier(CLK_LOCAL_MEM_FENCE);
+                        if (dec != RUN_ON) atomic_min(&rfirst[slot], lid);
+                        rdec[slot][lid] = dec;
+                        rx[slot][lid] = xa;
+                        barrier(CLK_LOCAL_MEM_FENCE);
+                        J = rfirst[slot];
+                        xJ = rx[slot][(J < na) ? J : na - 1];
+                        if (J < na) decJ = rdec[slot][J];
+                    }
                     steps += (J < na) ? J + 1 : J;
                     if (steps > maxsteps) { st = STATUS_OVERFLOW; break; }
                     if (J > 0) {
@@ -467,9 +546,9 @@ __kernel void region_ensemble(
                             i -= J;
                         }
                     }
-                    rng = rx[slot][(J < na) ? J : na - 1];
+                    rng = xJ;
                     if (J == na) continue;                /* still in the run */
-                    s1 = rdec[slot][J];
+                    s1 = decJ;
                     if (s1 == RUN_BAD) { st = STATUS_ANOMALY; break; }
                     if (s0 == ST_M) { k--; i--; }
                     else if (s0 == ST_I) i--;
@@ -487,8 +566,13 @@ __kernel void region_ensemble(
                     const float E = fx[i * NX + XE];
                     if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* the Python module divides by zero */
                     __global const float *cm = F + (long) i * 3 * W;
-                    const int pick = select_e_group(cm, cm + 2 * W, M, Q, (float) (1.0 / (double) E), roll,
-                                                    lid, nl, lv);
+                    const float norm = (float) (1.0 / (double) E);
+#ifdef ENS_VOTE
+                    const int pick = vote ? select_e_warp(cm, cm + 2 * W, M, Q, norm, roll, lid, lv)
+                                          : select_e_group(cm, cm + 2 * W, M, Q, norm, roll, lid, nl, lv);
+#else
+                    const int pick = select_e_group(cm, cm + 2 * W, M, Q, norm, roll, lid, nl, lv);
+#endif
                     if (pick == 0) { st = STATUS_ANOMALY; break; }
                     s1 = (pick > 0) ? ST_M : ST_D;
                     k = abs(pick);

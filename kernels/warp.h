@@ -61,6 +61,43 @@ inline int vw_down(const int v, const int d, const int lane, __local int *tmp)
 #endif
 }
 
+#if defined(HMMC_PTX_SHFL)
+/* (inline PTX only: the callers keep a portable path of their own)
+ * the lanes whose pred is nonzero, bit per lane (every lane of the warp must call it) */
+inline uint vw_ballot(const int pred)
+{
+    uint r;
+    asm("{ .reg .pred p; setp.ne.s32 p, %1, 0; vote.sync.ballot.b32 %0, p, 0xffffffff; }" : "=r"(r) : "r"(pred));
+    return r;
+}
+
+/* int v of lane src, to every lane */
+inline int vw_idx(const int v, const int src)
+{
+    int r;
+    asm("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(src));
+    return r;
+}
+
+#ifdef cl_khr_fp64
+/* a double of lane - d (lanes below d: their own), and of lane src */
+inline double dw_up(const double v, const int d)
+{
+    int2 b = as_int2(v);
+    int2 r;
+    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r.x) : "r"(b.x), "r"(d));
+    asm("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r.y) : "r"(b.y), "r"(d));
+    return as_double(r);
+}
+
+inline double dw_idx(const double v, const int src)
+{
+    const int2 b = as_int2(v);
+    return as_double((int2) (vw_idx(b.x, src), vw_idx(b.y, src)));
+}
+#endif /* cl_khr_fp64 */
+#endif /* HMMC_PTX_SHFL */
+
 /* the same moves of a float's bits */
 inline float fw_up(const float v, const int d, const int lane, __local int *tmp)
 {

@@ -117,8 +117,11 @@ def union_seconds(intervals) -> float:
 
 
 #: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`_event_seconds`
-#: appends ``(start ns, end ns, last phase marked before it was timed)``: the device's timeline.
+#: appends ``(start ns, end ns, last phase marked before it was timed, kernel name)``: the device's
+#: timeline.  The name is ``EVENT_NAMES[event.int_ptr]`` where the profiler fills that dict (it
+#: wraps the kernels), else None.
 EVENT_LOG: list | None = None
+EVENT_NAMES: dict | None = None
 _LAST_MARK = threading.local()
 
 
@@ -129,7 +132,8 @@ def _event_seconds(events) -> float:
         a, b = ev.profile.start, ev.profile.end
         total += (b - a) * 1e-9
         if EVENT_LOG is not None:
-            EVENT_LOG.append((a, b, getattr(_LAST_MARK, "name", "start")))
+            EVENT_LOG.append((a, b, getattr(_LAST_MARK, "name", "start"),
+                              None if EVENT_NAMES is None else EVENT_NAMES.get(ev.int_ptr)))
     return total
 
 
