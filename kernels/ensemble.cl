@@ -232,10 +232,13 @@ inline int select_e_group(__global const float *cm, __global const float *cd, co
  * is the walk's choice when its sum surely has.  Otherwise (the roll within 2^-30 of a sum,
  * about once in 10^9 draws), and where a weight is NaN or infinite, select_e_group walks the
  * row as before.  Every work-item of the warp must call it. */
+#ifndef ENS_E_MARGIN
+#define ENS_E_MARGIN 0x1p-30   /* (tests widen it, so that most draws take the sequential walk) */
+#endif
 inline int select_e_warp(__global const float *cm, __global const float *cd, const int M, const int Q,
                          const float norm, const double roll, const int lid, __local double *lv)
 {
-    const double lo_f = 1.0 - 0x1p-30, hi_f = 1.0 + 0x1p-30;
+    const double lo_f = 1.0 - ENS_E_MARGIN, hi_f = 1.0 + ENS_E_MARGIN;
     const int n = 8 * Q;
     double A = 0.0;
     for (int pass = 0; pass < 4; pass++) {

@@ -117,6 +117,21 @@ def test_kernel_logf_leaves_few_values_to_the_host(default_regions, default_refe
     assert total > 10000 and sum(sent) < total // 200
 
 
+def test_warp_draws_with_a_wide_margin_equal_python(device, default_regions, default_reference):
+    """E's draw on a full warp (NVIDIA: select_e_warp) decides by a scan's sums where the roll lies
+    more than a margin (2^-30 of the sum) from them and walks the row's sums one by one otherwise.
+    With the margin widened to 1/16, many draws take the walk, and every region is still
+    ensemble.py's bit for bit (elsewhere the kernel has no warp path: the same check of the
+    portable one)."""
+    default = device.program("ensemble")
+    device.use_program("ensemble", device.build("ensemble", ("-DENS_E_MARGIN=0x1p-4",)))
+    try:
+        got = default_regions.run(backend="device")
+    finally:
+        device.use_program("ensemble", default)
+    assert_identical(got, default_reference)
+
+
 def test_pf02826_regions_equal_python_and_hmmer(pf02826_regions):
     """PF02826 x HG003687: device == ensemble.py; three regions' envelopes are HMMER's."""
     regions = pf02826_regions
