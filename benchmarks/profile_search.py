@@ -41,6 +41,7 @@ class ThreadSampler:
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
 
     def start(self):
+        self.t0 = time.perf_counter()
         self._thread.start()
 
     def stop(self):
@@ -51,7 +52,7 @@ class ThreadSampler:
         import threading
 
         me = threading.get_ident()
-        t0 = time.perf_counter()
+        t0 = self.t0
         while not self._stop.wait(self.interval):
             now = time.perf_counter() - t0
             self.names.update((th.ident, th.name) for th in threading.enumerate())
@@ -177,6 +178,8 @@ def main() -> int:
     ap.add_argument("--window", action="append", default=[], metavar="LO:HI",
                     help="with --sample: also each thread's lines sampled from LO to HI seconds into the search "
                          "(negative: before its end)")
+    ap.add_argument("--phase-windows", type=int, default=0, metavar="K",
+                    help="with --sample: also each thread's lines sampled during each of the last K phases")
     ap.add_argument("--sample", type=float, default=None, metavar="SECONDS",
                     help="instead of cProfile: sample every thread's stack at this interval (wall time per "
                          "thread, by innermost frame and by innermost hmmcascade function)")
@@ -311,6 +314,9 @@ def main() -> int:
         for w in args.window:
             lo, hi = (float(x) for x in w.split(":"))
             sampler.report_window(buf, lo, hi, args.top)
+        for name, a, b in (filters.PHASE_LOG[-args.phase_windows:] if args.phase_windows else []):
+            print(f"\n==== phase {name}", file=buf)
+            sampler.report_window(buf, a - sampler.t0, b - sampler.t0, 12)
     for key in (("tottime", "cumulative") if not sampler else ()):
         print(f"\n---- by {key} ----", file=buf)
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(args.top)

@@ -218,22 +218,29 @@ class Device:
 
     @_locked
     def program(self, name: str):
-        """Build (once) and return the program of ``kernels/<name>.cl``."""
+        """Build (once) and return the program of ``kernels/<name>.cl``; its kernels are made with it
+        (:meth:`kernel`: pyopencl's kernel objects take about a millisecond each on NVIDIA, which a
+        search would otherwise spend at its start)."""
         cache = self.__dict__.setdefault("_programs", {})
         if name in cache:
             return cache[name]
         prg = self.build(name)
         cache[name] = prg
+        self._make_kernels(name, prg)
         return prg
+
+    def _make_kernels(self, name: str, prg) -> None:
+        kernels = self.__dict__.setdefault("_kernels", {})
+        for key in [key for key in kernels if key[0] == name]:
+            del kernels[key]
+        kernels.update({(name, k.function_name): k for k in prg.all_kernels()})
 
     @_locked
     def use_program(self, name: str, prg) -> None:
         """Make ``prg`` (a :meth:`build` of ``kernels/<name>.cl``) what :meth:`program` returns for
-        ``name``, its kernels retrieved anew by :meth:`kernel` (benchmarks swap variants this way)."""
+        ``name``, with its kernels (benchmarks swap variants this way)."""
         self.__dict__.setdefault("_programs", {})[name] = prg
-        kernels = self.__dict__.setdefault("_kernels", {})
-        for key in [key for key in kernels if key[0] == name]:
-            del kernels[key]
+        self._make_kernels(name, prg)
 
     @property
     def is_nvidia(self) -> bool:
