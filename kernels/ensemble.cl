@@ -503,8 +503,9 @@ __kernel void region_ensemble(
                             }
                         }
                     }
-                    /* the first work-item leaving the run (slots alternate between rounds, so that one
-                     * round's writes never meet the previous round's reads) */
+                    /* the first work-item leaving the run: by a vote on a full warp; otherwise through
+                     * local memory (slots alternate between rounds, so that one round's writes never
+                     * meet the previous round's reads) */
                     int J;                                /* steps that continue the run */
                     uint xJ;                              /* the generator after the round */
                     int decJ = RUN_ON;                    /* the step leaving it */

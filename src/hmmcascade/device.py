@@ -289,7 +289,9 @@ class Device:
         cache = self.__dict__.setdefault("_kernels", {})
         key = (program, name)
         if key not in cache:
-            cache[key] = getattr(self.program(program), name)
+            prg = self.program(program)  # (made with the program's kernels)
+            if key not in cache:
+                cache[key] = getattr(prg, name)  # (pyopencl's error for a name it lacks)
         return cache[key]
 
     @_locked
