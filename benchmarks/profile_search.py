@@ -99,30 +99,24 @@ class ThreadSampler:
                 print(f"      {c * self.interval:7.3f}s  {key}", file=buf)
 
 
-
 def report_overlap(buf, ev) -> None:
     """Per kernel name: its summed time, and its time alone on the device (no other kernel name
     running): what the device's busy span would lose at most if that kernel took no time."""
     points = sorted([(a, 1, i) for i, (a, _, _, _) in enumerate(ev)] + [(b, -1, i) for i, (_, b, _, _) in enumerate(ev)])
-    running, alone, sets, last = {}, {}, {}, None
+    running, sets, last = set(), {}, None  # sets: the set of names running -> ns
     for t, kind, i in points:
-        if last is not None and running:
+        if running:
             names = frozenset(str(ev[j][3]) for j in running)
             sets[names] = sets.get(names, 0) + (t - last)
-            if len(names) == 1:
-                n = next(iter(names))
-                alone[n] = alone.get(n, 0) + (t - last)
         last = t
-        if kind > 0:
-            running[i] = True
-        else:
-            running.pop(i, None)
+        (running.add if kind > 0 else running.discard)(i)
+    alone = {next(iter(names)): t for names, t in sets.items() if len(names) == 1}
     total = {}
     for a, b, _, n in ev:
-        total[n] = total.get(n, 0) + (b - a)
+        total[str(n)] = total.get(str(n), 0) + (b - a)
     print("\nkernel time by name (seconds): summed, alone on the device (no other kernel running)", file=buf)
     for n, tt in sorted(total.items(), key=lambda kv: -kv[1]):
-        print(f"    {str(n):28s} {tt * 1e-9:7.3f}  alone {alone.get(n, 0) * 1e-9:7.3f}", file=buf)
+        print(f"    {n:28s} {tt * 1e-9:7.3f}  alone {alone.get(n, 0) * 1e-9:7.3f}", file=buf)
     print("  the sets of kernels running together longest (seconds):", file=buf)
     for names, tt in sorted(sets.items(), key=lambda kv: -kv[1])[:25]:
         print(f"    {tt * 1e-9:7.3f}  {' + '.join(sorted(names))}", file=buf)
@@ -155,6 +149,7 @@ def name_kernels(dev) -> None:
 
     Device.kernel = kernel
     filters.EVENT_NAMES = {}
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
