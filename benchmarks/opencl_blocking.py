@@ -4,7 +4,7 @@ A kernel of ~0.15-0.2 s is queued before each call; the script prints how long t
 the host and how long the queue took to finish afterwards.  Measured on an H100 with NVIDIA's
 OpenCL (2026-11-21): main-queue writes, launches using COPY_HOST_PTR buffers and buffer releases
 wait for the queue; writes on a second queue, kernels on new scratch buffers and local-memory
-arguments do not (see benchmarks/RESULTS.md, fifth session).
+arguments do not (see benchmarks/archive/RESULTS-history.md, fifth session).
 
     PYOPENCL_CTX=0 python3 benchmarks/opencl_blocking.py
 """

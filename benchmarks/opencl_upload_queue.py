@@ -2,7 +2,7 @@
 
     PYOPENCL_CTX=0 python3 benchmarks/opencl_upload_queue.py
 
-See benchmarks/opencl_blocking.py and benchmarks/RESULTS.md (fifth session).
+See benchmarks/opencl_blocking.py and benchmarks/archive/RESULTS-history.md (fifth session).
 """
 import time, numpy as np, pyopencl as cl
 ctx = cl.create_some_context(interactive=False)
