@@ -40,7 +40,7 @@ from pathlib import Path
 
 from . import __version__
 from .io import InputError, _check_file, _open_binary
-from .output import atomic_path
+from .outfiles import write_text
 from .results import Domain, Hit
 
 __all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3"]
@@ -185,7 +185,7 @@ def pfam_domains(hits, families: dict[str, PfamFamily] | None = None, *,
                                      f"{d.ali_to}, env {d.env_from}-{d.env_to} are not 1-based ranges")
                 per_seq.setdefault(h.target_name, []).append((h, d))
     out = []
-    for seq_id in sorted(per_seq, key=lambda s: s.encode()):
+    for seq_id in sorted(per_seq, key=lambda s: s.encode("utf-8", "surrogateescape")):
         units = sorted(per_seq[seq_id], key=lambda u: u[0].model)  # hmmsearch output order: models, then domains
         if families and resolve_clan_overlap:
             units = _remove_overlaps_by_clan(units, families)
@@ -317,9 +317,8 @@ def _attr_safe(ch: str) -> bool:
 
 def _escape(text: str, safe) -> str:
     """GFF3 percent-encoding (RFC 3986 style, upper-case hex) of every character ``safe`` rejects."""
-    return "".join(ch if safe(ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in text)
+    return "".join(ch if safe(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape")) for ch in text)
 
 
 def _write_lines(path, lines: list[str]) -> None:
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(path, "\n".join(lines) + "\n")

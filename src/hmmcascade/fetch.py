@@ -23,7 +23,6 @@ import os
 import re
 import socket
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -77,6 +76,19 @@ def _check_gzip_complete(path: Path, name: str) -> None:
 def _write_chunk(handle: Any, chunk_bytes: bytes) -> None:
     """Writes one chunk to the partial file (separate so tests can simulate a full disk)."""
     handle.write(chunk_bytes)
+
+
+def _open_part(part: Path, *, resume: bool):
+    """The partial download file, appended to or started anew; a symbolic link there is refused
+    (``O_NOFOLLOW``), never written through."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_APPEND if resume else os.O_TRUNC)
+    try:
+        fd = os.open(part, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FetchError(f"{part}: is a symbolic link; refusing to download through it") from None
+        raise
+    return os.fdopen(fd, "ab" if resume else "wb")
 
 
 def _remove_quietly(path: Path) -> None:
@@ -168,7 +180,7 @@ def _attempt(url: str, part: Path, timeout_s: float, meter: _Meter) -> None:
             offset_bytes = 0
             total_bytes = body_bytes
         received_bytes = 0
-        with open(part, "ab" if offset_bytes else "wb") as handle:
+        with _open_part(part, resume=bool(offset_bytes)) as handle:
             while True:
                 chunk = response.read(_CHUNK_BYTES)
                 if not chunk:
@@ -483,25 +495,19 @@ def fetch_uniprot(
 
 
 def write_provenance(path: str | os.PathLike[str], records: dict[str, Any]) -> None:
-    """Writes a provenance record as JSON atomically (temporary file + os.replace).
+    """Writes a provenance record as JSON, whole or not at all (:func:`hmmcascade.outfiles.write_text`).
 
     Raises:
         FetchError: If the file cannot be written.
     """
+    from .outfiles import OutputError, output_folder, write_text
+
     target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(records, handle, indent=2, sort_keys=True)
-                handle.write("\n")
-            os.replace(tmp_name, target)
-        except BaseException:
-            _remove_quietly(Path(tmp_name))
-            raise
-    except OSError as exc:
-        raise FetchError(f"cannot write provenance file {target}: {exc.strerror or exc}") from None
+        output_folder(target.parent)
+        write_text(target, json.dumps(records, indent=2, sort_keys=True) + "\n")
+    except OutputError as exc:
+        raise FetchError(str(exc)) from None
 
 
 _FETCHERS = {

@@ -34,29 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .outfiles import write_text
 from .results import Alignment, Hit
 
 __all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
-           "write_alignments", "alignment_lines", "write_json", "pipeline_summary", "progress_printer", "atomic_path"]
-
-
-class atomic_path:
-    """Context manager yielding a temporary path that replaces ``path`` only on success."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
-
-    def __enter__(self) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        return self.tmp
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        elif self.tmp.exists():
-            self.tmp.unlink()
-        return False
+           "write_alignments", "alignment_lines", "write_json", "pipeline_summary", "progress_printer"]
 
 
 @dataclass(frozen=True)
@@ -436,13 +418,11 @@ def _tail(query_file, target_file, command) -> list[str]:
 
 
 def _write_lines(path, lines: list[str]) -> None:
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(path, "\n".join(lines) + "\n")
 
 
 def write_json(path, obj) -> None:
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(obj, indent=2, default=float) + "\n")
+    write_text(path, json.dumps(obj, indent=2, default=float) + "\n")
 
 
 def pipeline_summary(stats: dict, Z: float, device: str, thresholds) -> str:

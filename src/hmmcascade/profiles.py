@@ -258,26 +258,27 @@ class ProfileDB:
         return table[self.trans_off[m] : self.trans_off[m] + N_TRANS * M].reshape(M, N_TRANS)
 
     def save(self, path: str | Path) -> None:
-        """Write the database as one ``.npz`` (atomically)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp.npz")
+        """Write the database as one ``.npz`` (through :func:`~hmmcascade.outfiles.open_output`)."""
+        from .outfiles import open_output
+
         arrays = {f: getattr(self, f) for f in self.__dataclass_fields__}
         arrays["press_version"] = np.int32(_PRESS_VERSION)
         arrays["pyhmmer_version"] = np.array(pyhmmer.__version__)
-        np.savez(tmp, **arrays)
-        tmp.replace(path)
+        with open_output(path, "wb") as fh:
+            np.savez(fh, **arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> "ProfileDB":
-        """Read a database written by :meth:`save`."""
-        with np.load(path, allow_pickle=False) as z:
-            if "press_version" not in z or int(z["press_version"]) != _PRESS_VERSION:
-                raise ValueError(f"{path}: not a pressed hmmcascade database (or an old version); press it again")
-            kw = {}
-            for f in cls.__dataclass_fields__:
-                v = z[f]
-                kw[f] = v.item() if v.ndim == 0 else v
-        return cls(**kw)
+        """Read a database written by :meth:`save` (:class:`~hmmcascade.io.InputError` naming the file if it
+        is missing, cut short, of another version or not a pressed database)."""
+        from .io import InputError, read_npz
+
+        what = "pressed hmmcascade model"
+        version = read_npz(path, what, ["press_version"])["press_version"]
+        if version.shape != () or int(version) != _PRESS_VERSION:
+            raise InputError(f"{path}: a {what} file of another version ({version}); press the models again")
+        z = read_npz(path, what, list(cls.__dataclass_fields__))
+        return cls(**{f: v.item() if v.ndim == 0 else v for f, v in z.items()})
 
 
 def _unstripe(striped: np.ndarray, M: int) -> np.ndarray:

@@ -302,29 +302,39 @@ def hit_from_dict(d: dict) -> Hit:
 
 
 def save_hits(path, hits: list[Hit], meta: dict | None = None) -> None:
-    """Write hits (with domains) as gzipped JSON, atomically."""
+    """Write hits (with domains) as gzipped JSON (through :func:`~hmmcascade.outfiles.open_output`)."""
     import gzip
+    import io
     import json
-    import os
-    from pathlib import Path
 
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with gzip.open(tmp, "wt") as fh:
-        json.dump({"format": "hmmcascade-hits/1", "meta": meta or {}, "hits": [hit_to_dict(h) for h in hits]}, fh)
-    os.replace(tmp, path)
+    from .outfiles import open_output
+
+    with open_output(path, "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+                io.TextIOWrapper(gz, encoding="utf-8") as fh:
+            json.dump({"format": "hmmcascade-hits/1", "meta": meta or {}, "hits": [hit_to_dict(h) for h in hits]}, fh)
 
 
 def load_hits(path) -> tuple[list[Hit], dict]:
-    """Read a file written by :func:`save_hits`; returns (hits, meta)."""
+    """Read a file written by :func:`save_hits`; returns (hits, meta).
+
+    Raises:
+        ValueError: one line naming the file when it is missing, truncated, or not a hits file.
+    """
     import gzip
     import json
 
     try:
-        with gzip.open(path, "rt") as fh:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not an hmmcascade hits file ({exc})") from None
+    except FileNotFoundError:
+        raise ValueError(f"{path}: hits file not found") from None
+    except (OSError, EOFError, ValueError) as exc:  # not gzip, cut short, or not JSON
+        raise ValueError(f"{path}: not an hmmcascade hits file ({' '.join(str(exc).split())})") from None
     if not isinstance(data, dict) or data.get("format") != "hmmcascade-hits/1":
         raise ValueError(f"{path}: not an hmmcascade hits file")
-    return [hit_from_dict(h) for h in data["hits"]], data.get("meta", {})
+    try:
+        return [hit_from_dict(h) for h in data["hits"]], data.get("meta", {})
+    except (KeyError, TypeError, AttributeError) as exc:
+        what = f"a hit record has no {exc} field" if isinstance(exc, KeyError) else " ".join(str(exc).split())
+        raise ValueError(f"{path}: not a complete hmmcascade hits file ({what})") from None
