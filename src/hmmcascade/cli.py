@@ -1,21 +1,27 @@
 """Command line: ``hmmcascade {search,press,prepare,merge,compare,devices,fetch}``.
 
 Every user mistake ends with one line ``hmmcascade: error: ...`` on stderr and
-exit status 1 (2 for bad usage); outputs are written to a temporary name and
-renamed only when complete.
+exit status 1 (2 for bad usage, also one line).  Numeric options take HMMER's
+ranges.  Every output path is checked before any work starts, and a command's
+outputs are put in place together, only when all are complete
+(:mod:`hmmcascade.outfiles`); ``-`` is standard output.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from .cascade import Thresholds
+from .io import InputError
+from .outfiles import OutputError, OutputSet
 
 __all__ = ["main"]
 
@@ -50,32 +56,80 @@ def _add_z(group) -> None:
                        help="take Z from this prepare --meta JSON (the whole search's target count)")
 
 
+def _read_json_file(path: str, what: str, key: str):
+    """``key`` of a JSON file hmmcascade wrote (``what`` names the kind of file), or one line naming it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return data[key]
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a {what} file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a {what} file (not JSON: {' '.join(str(exc).split())})") from None
+    except (KeyError, TypeError):
+        raise InputError(f"{path}: not a {what} file (no '{key}' entry)") from None
+
+
 def _search_space(args, default: float | None = None) -> float | None:
     """Z: -Z, else the target count recorded by ``prepare``, else ``default``."""
     if args.Z is not None:
         return args.Z
     if args.targets_from:
-        return float(json.loads(Path(args.targets_from).read_text())["targets"])
+        targets = _read_json_file(args.targets_from, "prepare --meta", "targets")
+        if isinstance(targets, bool) or not isinstance(targets, int) or targets < 1:
+            raise InputError(f"{args.targets_from}: not a prepare --meta file ('targets' is {targets!r}, "
+                             "expected a positive count)")
+        return float(targets)
     return default
+
+
+#: HMMER's ranges for the numeric options (hmmsearch's option table): option -> (attribute, range).
+#: "x>0": positive; "real": any real number; "0<x<=1": a P-value threshold; "n>=0", "n>=1": counts.
+OPTION_RANGES = {
+    "-E": ("E", "x>0"), "-T": ("T", "real"),
+    "--domE": ("domE", "x>0"), "--domT": ("domT", "real"),
+    "--incE": ("incE", "x>0"), "--incT": ("incT", "real"),
+    "--incdomE": ("incdomE", "x>0"), "--incdomT": ("incdomT", "real"),
+    "-Z": ("Z", "x>0"), "--domZ": ("domZ", "x>0"),
+    "--F1": ("F1", "0<x<=1"), "--F2": ("F2", "0<x<=1"), "--F3": ("F3", "0<x<=1"),
+    "--cpus": ("cpus", "n>=0"), "--batches": ("batches", "n>=1"),
+    "--require-recall": ("require_recall", "0<=x<=1"),
+}
+
+
+def check_option_ranges(args) -> None:
+    """Refuse numeric options outside HMMER's ranges, as hmmsearch does (one line, the option named).
+
+    NaN is refused everywhere (it would compare false with every score and report nothing), and
+    infinity everywhere but the E-value thresholds, where it means "report everything".
+    """
+    for option, (attr, valid) in OPTION_RANGES.items():
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        if valid.startswith("n"):
+            if value < int(valid[3:]):
+                raise ValueError(f"Option {option} takes integer arg in range {valid}; got {value}")
+            continue
+        finite = valid == "real" or option in ("-Z", "--domZ")
+        ok = {"real": True, "x>0": value > 0, "0<x<=1": 0 < value <= 1, "0<=x<=1": 0 <= value <= 1}[valid]
+        if not ok or math.isnan(value) or (finite and math.isinf(value)):
+            kind = "finite real-valued arg" if finite else "real-valued arg"
+            in_range = "" if valid == "real" else f" in range {valid}"
+            raise ValueError(f"Option {option} takes {kind}{in_range}; got {value:g}"
+                             + (f" ({option} must be in (0, 1])" if valid == "0<x<=1" else ""))
 
 
 def _thresholds(args) -> Thresholds:
     cut = "ga" if args.cut_ga else "tc" if args.cut_tc else "nc" if args.cut_nc else None
-    for name in ("F1", "F2", "F3"):
-        v = getattr(args, name)
-        if not 0.0 < v <= 1.0:
-            raise ValueError(f"--{name} must be in (0, 1], got {v}")
-    if args.Z is not None and args.Z <= 0:
-        raise ValueError(f"-Z must be positive, got {args.Z}")
-    if args.domZ is not None and args.domZ <= 0:
-        raise ValueError(f"--domZ must be positive, got {args.domZ}")
     return Thresholds(F1=args.F1, F2=args.F2, F3=args.F3, bias_filter=not args.nobias, max_mode=args.max,
                       E=args.E, T=args.T, cut=cut, Z=_search_space(args), domE=args.domE, domT=args.domT,
                       incE=args.incE, incT=args.incT, incdomE=args.incdomE, incdomT=args.incdomT, domZ=args.domZ)
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("outputs (all optional)")
+    g = p.add_argument_group("outputs (all optional; - is standard output)")
     g.add_argument("--tblout", help="HMMER's per-target table (hmmsearch --tblout)")
     g.add_argument("--domtblout", help="HMMER's per-domain table (hmmsearch --domtblout)")
     g.add_argument("--alignments", help="hmmsearch-style hit lists with domain tables and alignments (text)")
@@ -85,7 +139,16 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
                                       " (enables pfam_scan's clan overlap resolution)")
 
 
-def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None) -> None:
+_TABLE_OPTIONS = ("tblout", "domtblout", "alignments", "pfamscan", "gff3")
+
+
+def _outputs(args, *names: str) -> dict[str, str | None]:
+    """``{--option: path}`` of the command's output options ``names`` (None where not given)."""
+    return {"--" + name.replace("_", "-"): getattr(args, name, None) for name in names}
+
+
+def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None,
+                   families=None) -> None:
     from .output import query_infos, write_alignments, write_domtblout, write_tblout
 
     queries = query_infos(db) if db is not None else None
@@ -99,9 +162,8 @@ def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=Non
     if args.alignments:
         write_alignments(args.alignments, hits, domZ=th.domZ, **common)
     if args.pfamscan or args.gff3:
-        from .annotate import read_pfam_dat, write_gff3, write_pfam_scan
+        from .annotate import write_gff3, write_pfam_scan
 
-        families = read_pfam_dat(args.pfam_dat) if args.pfam_dat else None
         reported = [h for h in hits if h.reported]
         if args.pfamscan:
             write_pfam_scan(args.pfamscan, reported, families)
@@ -109,13 +171,20 @@ def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=Non
             write_gff3(args.gff3, reported, families)
 
 
+def _read_families(args):
+    """The --pfam-dat file's families, or None (read before the search, so a bad file fails at once)."""
+    if not args.pfam_dat:
+        return None
+    from .annotate import read_pfam_dat
+
+    return read_pfam_dat(args.pfam_dat)
+
+
 def _load_models(path: str):
     from .io import read_hmms
     from .profiles import ProfileDB, press
 
     if path.endswith(".npz"):
-        if not Path(path).is_file():
-            raise ValueError(f"{path}: pressed model file not found")
         return None, ProfileDB.load(path)
     hmms = read_hmms(path)
     return hmms, press(hmms)
@@ -125,8 +194,6 @@ def _load_seqs(path: str):
     from .io import SequenceSet, read_sequences
 
     if path.endswith(".npz"):
-        if not Path(path).is_file():
-            raise ValueError(f"{path}: prepared sequence file not found")
         return SequenceSet.load(path)
     return read_sequences(path)
 
@@ -144,27 +211,33 @@ def cmd_devices(args) -> int:
 
 
 def cmd_press(args) -> int:
+    outputs = OutputSet({"--output": args.output}, inputs=[args.hmms])
     _, db = _load_models(args.hmms)
-    db.save(args.output)
+    with outputs:
+        db.save(args.output)
     print(f"pressed {len(db)} models ({db.nodes} nodes) into {args.output}", file=sys.stderr)
     return 0
 
 
 def cmd_prepare(args) -> int:
     """Sort sequences by length and split them into batches of similar total residues."""
+    from .outfiles import output_folder
     from .output import write_json
 
+    outdir = output_folder(args.outdir)
+    n = args.batches
+    batch_paths = [outdir / f"batch{b:03d}.npz" for b in range(n)]
+    outputs = OutputSet({"--meta": args.meta, **{f"batch {b}": path for b, path in enumerate(batch_paths)}},
+                        inputs=[args.seqs])
     seqs = _load_seqs(args.seqs)
     order = np.argsort(seqs.lengths, kind="stable")
-    n = args.batches
     cum = np.cumsum(seqs.lengths[order].astype(np.int64))
     cuts = [0] + [int(np.searchsorted(cum, cum[-1] * b / n)) for b in range(1, n)] + [len(order)]
-    outdir = Path(args.outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    for b in range(n):
-        seqs.subset(order[cuts[b]:cuts[b + 1]]).save(outdir / f"batch{b:03d}.npz")
-    write_json(args.meta, {"source": args.seqs, "targets": len(seqs), "residues": seqs.total_residues,
-                           "batches": n, "max_length": int(seqs.lengths.max())})
+    with outputs:
+        for b, path in enumerate(batch_paths):
+            seqs.subset(order[cuts[b]:cuts[b + 1]]).save(path)
+        write_json(args.meta, {"source": args.seqs, "targets": len(seqs), "residues": seqs.total_residues,
+                               "batches": n, "max_length": int(seqs.lengths.max())})
     print(f"prepared {len(seqs)} sequences in {n} length-sorted batches under {outdir}", file=sys.stderr)
     return 0
 
@@ -175,17 +248,20 @@ def cmd_search(args) -> int:
     from .results import save_hits
 
     th = _thresholds(args)
+    outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "hits", "stats"), inputs=[args.hmms, args.seqs])
+    families = _read_families(args)
     _, db = _load_models(args.hmms)
     seqs = _load_seqs(args.seqs)
     dev = device.open_device(args.device)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
     res = cascade.search(db, seqs, dev, th, progress=progress_printer() if not args.quiet else None)
-    _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs)
-    if args.hits:
-        save_hits(args.hits, res.records, {"Z": res.Z, "models": len(db), "targets": len(seqs)})
     stats = res.stats.as_dict()
-    if args.stats:
-        write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats})
+    with outputs:
+        _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families)
+        if args.hits:
+            save_hits(args.hits, res.records, {"Z": res.Z, "models": len(db), "targets": len(seqs)})
+        if args.stats:
+            write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats})
     print(pipeline_summary(stats, res.Z, res.device, th), file=sys.stderr)
     n_rep = sum(h.reported for h in res.records)
     n_dom = sum(h.nreported for h in res.records if h.reported)
@@ -200,22 +276,30 @@ def cmd_merge(args) -> int:
     from .results import load_hits, save_hits
 
     th = _thresholds(args)
-    hits = []
-    for path in args.hits:
-        hits.extend(load_hits(path)[0])
     Z = _search_space(args)
     if Z is None:
         raise ValueError("merge needs the search space: -Z or --targets-from")
+    inputs = [*args.hits, *args.batch_stats, *([args.models] if args.models else [])]
+    outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats"), inputs=inputs)
+    families = _read_families(args)
+    batches = [_read_json_file(path, "search --stats", "stats") for path in args.batch_stats]
+    hits = []
+    for path in args.hits:
+        hits.extend(load_hits(path)[0])
     db = _load_models(args.models)[1] if args.models else None
     threshold_hits(hits, th, Z)
     hits = sort_hits(hits, th)
-    _write_outputs(args, hits, th, Z, db)
-    if args.merged_hits:
-        save_hits(args.merged_hits, hits, {"Z": Z})
-    if args.stats:
-        batches = [json.loads(Path(path).read_text())["stats"] for path in args.batch_stats]
-        total = StageStats.combine_batches(batches).as_dict() if batches else {}
-        write_json(args.stats, {"Z": Z, "stats": total})
+    with outputs:
+        _write_outputs(args, hits, th, Z, db, families=families)
+        if args.merged_hits:
+            save_hits(args.merged_hits, hits, {"Z": Z})
+        if args.stats:
+            try:
+                total = StageStats.combine_batches(batches).as_dict() if batches else {}
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InputError(f"{' '.join(args.batch_stats)}: not search --stats files "
+                                 f"(the per-stage statistics lack {exc})") from None
+            write_json(args.stats, {"Z": Z, "stats": total})
     n_rep = sum(h.reported for h in hits)
     print(f"merged {len(args.hits)} batches: {n_rep} reported hits", file=sys.stderr)
     return 0
@@ -224,21 +308,23 @@ def cmd_merge(args) -> int:
 def cmd_compare(args) -> int:
     from .compare import compare_hits, run_pyhmmer, summary_text
     from .io import read_hmms
+    from .outfiles import write_text
     from .output import write_json
     from .results import load_hits
 
     th = _thresholds(args)
-    Z = th.Z if th.Z is not None else float(len(_load_seqs(args.seqs)))
-    ref = run_pyhmmer(read_hmms(args.hmms), args.seqs, th, Z, cpus=args.cpus)
-    result = compare_hits(load_hits(args.ours)[0], ref)
+    outputs = OutputSet(_outputs(args, "json", "summary"), inputs=[args.hmms, args.seqs, args.ours])
+    ours = load_hits(args.ours)[0]
+    seqs = _load_seqs(args.seqs)
+    Z = th.Z if th.Z is not None else float(len(seqs))
+    ref = run_pyhmmer(read_hmms(args.hmms), seqs, th, Z, cpus=args.cpus)
+    result = compare_hits(ours, ref)
     result["Z"] = Z
-    write_json(args.json, result)
     text = summary_text(result)
-    if args.summary:
-        from .output import atomic_path
-
-        with atomic_path(args.summary) as tmp:
-            Path(tmp).write_text(text + "\n")
+    with outputs:
+        write_json(args.json, result)
+        if args.summary:
+            write_text(args.summary, text + "\n")
     print(text, file=sys.stderr)
     if args.require_recall is not None and result["recall"] < args.require_recall:
         raise ValueError(f"recall {result['recall']:.4f} below the required {args.require_recall}")
@@ -249,11 +335,18 @@ def cmd_compare(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (``PROG: error: what (see PROG --help)``), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .fetch import add_fetch_parser
 
-    p = argparse.ArgumentParser(prog="hmmcascade", description=__doc__.splitlines()[0])
+    p = _Parser(prog="hmmcascade", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"hmmcascade {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -312,23 +405,49 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error_line(exc: BaseException) -> str:
+    """A user-facing error on one line; an OSError as ``FILE: what is wrong``."""
+    if isinstance(exc, OSError) and not isinstance(exc, OutputError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return " ".join(str(exc).split())
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler or Snakemake cancelling the job), handled as Ctrl-C: outputs dropped, exit 143."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv=None) -> int:
     from .device import DeviceError
     from .fetch import FetchError
-    from .io import InputError
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "prepare" and args.batches < 1:
-        parser.error("--batches must be >= 1")
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _in_main_thread() else None
     try:
+        check_option_ranges(args)
         return args.func(args)
     except (InputError, DeviceError, FetchError, ValueError, OSError) as exc:
-        print(f"hmmcascade: error: {exc}", file=sys.stderr)
+        print(f"hmmcascade: error: {_error_line(exc)}", file=sys.stderr)
         return 1
+    except _Terminated:
+        print("hmmcascade: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("hmmcascade: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ difference is listed in the result, so it can be explained.
 from __future__ import annotations
 
 from .cascade import Thresholds
+from .io import SequenceSet, read_sequences
 from .results import Hit
 
 __all__ = ["run_pyhmmer", "compare_hits", "summary_text"]
@@ -19,13 +20,23 @@ __all__ = ["run_pyhmmer", "compare_hits", "summary_text"]
 _CUT_NAMES = {"ga": "gathering", "tc": "trusted", "nc": "noise"}
 
 
-def run_pyhmmer(hmms, seqs_path, th: Thresholds, Z: float, cpus: int = 0) -> dict:
-    """``pyhmmer.hmmsearch`` with the same thresholds; ``{(query, target): Hit}`` of reported hits."""
-    import pyhmmer
-    from pyhmmer.easel import Alphabet, SequenceFile
+def run_pyhmmer(hmms, seqs, th: Thresholds, Z: float, cpus: int = 0) -> dict:
+    """``pyhmmer.hmmsearch`` with the same thresholds; ``{(query, target): Hit}`` of reported hits.
 
-    with SequenceFile(str(seqs_path), digital=True, alphabet=Alphabet.amino()) as sf:
-        targets = sf.read_block()
+    ``seqs``: a :class:`~hmmcascade.io.SequenceSet` or a sequence file's path (read with
+    :func:`~hmmcascade.io.read_sequences`, never handed to Easel by name: Easel would gunzip a
+    ``.gz`` name through a shell).  pyhmmer searches the same digital sequences, named by their
+    index, so that names whose bytes are not UTF-8 come back as read.
+    """
+    import pyhmmer
+    from pyhmmer.easel import Alphabet, DigitalSequence, DigitalSequenceBlock
+
+    if not isinstance(seqs, SequenceSet):
+        seqs = read_sequences(seqs)
+    amino = Alphabet.amino()
+    targets = DigitalSequenceBlock(amino, [
+        DigitalSequence(amino, name=str(i), sequence=seqs.residues[o: o + n])
+        for i, (o, n) in enumerate(zip(seqs.offsets.tolist(), seqs.lengths.tolist()))])
     options = {"Z": Z, "F1": th.F1, "F2": th.F2, "F3": th.F3, "bias_filter": th.bias_filter}
     if th.domZ is not None:
         options["domZ"] = th.domZ
@@ -39,8 +50,7 @@ def run_pyhmmer(hmms, seqs_path, th: Thresholds, Z: float, cpus: int = 0) -> dic
     ref = {}
     for top in pyhmmer.hmmsearch(hmms, targets, cpus=cpus, **options):
         for hit in top.reported:
-            name = hit.name if isinstance(hit.name, str) else hit.name.decode()
-            ref[(top.query.name, name)] = hit
+            ref[(top.query.name, seqs.names[int(hit.name)])] = hit
     return ref
 
 

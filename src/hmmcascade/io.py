@@ -9,7 +9,9 @@ Easel's digital amino-acid codes.  Every user mistake raises
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import numpy as np
 from pyhmmer.easel import Alphabet, SequenceFile
 from pyhmmer.plan7 import HMMFile
 
-__all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "MAX_TARGET_LENGTH"]
+__all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "read_npz", "MAX_TARGET_LENGTH"]
 
 #: HMMER's limit for a target sequence in the protein pipeline (p7_Pipeline).
 MAX_TARGET_LENGTH = 100_000
@@ -54,6 +56,59 @@ def _open_binary(path: Path):
 def _one_line(exc: BaseException) -> str:
     """An exception's text collapsed onto one line."""
     return " ".join(str(exc).split())
+
+
+def read_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of an ``.npz`` file that hmmcascade wrote, read whole.
+
+    Raises:
+        InputError: missing, empty, not an ``.npz`` archive, cut short or corrupt, or without one
+            of ``keys`` (``what`` names the kind of file in the message).
+    """
+    import zipfile
+    import zlib
+
+    path = Path(path)
+    _check_file(path, what)
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            raise InputError(f"{path}: not a {what} file (not an .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in keys if k not in z.files]
+            if missing:
+                raise InputError(f"{path}: not a {what} file (no '{missing[0]}' array)")
+            return {k: z[k] for k in keys}
+    except InputError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+        raise InputError(f"{path}: truncated or corrupt {what} file ({_one_line(exc)})") from None
+
+
+def _easel_stream_message(exc: BaseException) -> str:
+    """Easel's parse error on one line, with the line number it would give reading the file by name.
+
+    Easel counts lines from 0 when pyhmmer feeds it a Python stream (as here: gunzipped in
+    Python rather than through Easel's ``gzip -dc`` pipe), one less than for the same file opened
+    by name ("Line 4: illegal character 1" for line 5); the count is put right here.
+    """
+    return re.sub(r"\bLine (\d+):", lambda m: f"line {int(m.group(1)) + 1}:", _one_line(exc))
+
+
+def _name_and_description(seq) -> tuple[str, str]:
+    """A sequence's name and description as read, bytes that are not UTF-8 kept (``surrogateescape``).
+
+    pyhmmer decodes names as strict UTF-8; for a header it cannot decode, the header is read
+    back from the sequence written as FASTA (``>name description``), byte for byte.
+    """
+    try:
+        return seq.name, seq.description
+    except UnicodeDecodeError:
+        buf = io.BytesIO()
+        seq.write(buf)
+        header = buf.getvalue().split(b"\n", 1)[0][1:]
+        name, _, description = header.partition(b" ")
+        return name.decode("utf-8", "surrogateescape"), description.decode("utf-8", "surrogateescape")
 
 
 def _text_model_count(path: Path) -> int | None:
@@ -148,19 +203,33 @@ class SequenceSet:
             residues=residues,
         )
 
+    _NPZ_KEYS = ("names", "descriptions", "lengths", "offsets", "residues")
+
     def save(self, path: str | os.PathLike) -> None:
-        """Write as ``.npz`` (atomically)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, names=np.asarray(self.names, dtype=str), descriptions=np.asarray(self.descriptions, dtype=str),
-                 lengths=self.lengths, offsets=self.offsets, residues=self.residues)
-        tmp.replace(path)
+        """Write as ``.npz`` (through :func:`~hmmcascade.outfiles.open_output`)."""
+        from .outfiles import open_output
+
+        with open_output(path, "wb") as fh:
+            np.savez(fh, names=np.asarray(self.names, dtype=str), descriptions=np.asarray(self.descriptions, dtype=str),
+                     lengths=self.lengths, offsets=self.offsets, residues=self.residues)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "SequenceSet":
-        with np.load(path, allow_pickle=False) as z:
-            return cls(names=[str(x) for x in z["names"]], descriptions=[str(x) for x in z["descriptions"]],
-                       lengths=z["lengths"], offsets=z["offsets"], residues=z["residues"])
+        """Read a set written by :meth:`save`, checked to be whole (:class:`InputError` naming the file if not)."""
+        what = "prepared hmmcascade sequence"
+        z = read_npz(path, what, cls._NPZ_KEYS)
+        names, lengths, offsets, residues = z["names"], z["lengths"], z["offsets"], z["residues"]
+        n = len(names)
+        consistent = (names.ndim == 1 and len(z["descriptions"]) == n and lengths.shape == (n,)
+                      and offsets.shape == (n,) and residues.ndim == 1 and residues.dtype == np.uint8
+                      and lengths.dtype.kind == "i" and offsets.dtype.kind == "i")
+        if consistent and n:
+            consistent = bool((lengths >= 0).all() and (offsets >= 0).all()
+                              and (offsets + lengths <= len(residues)).all() and residues.max(initial=0) < 29)
+        if not consistent:
+            raise InputError(f"{path}: not a consistent {what} file (its arrays disagree)")
+        return cls(names=[str(x) for x in names], descriptions=[str(x) for x in z["descriptions"]],
+                   lengths=lengths, offsets=offsets, residues=residues)
 
 
 def read_sequences(path: str | os.PathLike) -> SequenceSet:
@@ -189,17 +258,18 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
         with _open_binary(path) as raw, SequenceFile(raw, digital=True, alphabet=Alphabet.amino()) as sf:
             for seq in sf:
                 n = len(seq)
+                name, description = _name_and_description(seq)
                 if n > MAX_TARGET_LENGTH:
-                    raise InputError(f"{path}: sequence {seq.name} has {n} residues, over HMMER's "
+                    raise InputError(f"{path}: sequence {name} has {n} residues, over HMMER's "
                                      f"{MAX_TARGET_LENGTH:,}-residue limit for protein targets")
-                names.append(seq.name)
-                descs.append(seq.description)
+                names.append(name)
+                descs.append(description)
                 lengths.append(n)
                 chunks.append(np.frombuffer(bytes(seq.sequence), dtype=np.uint8))
     except InputError:
         raise
     except Exception as exc:  # parse errors come as ValueError, EOFError, OSError or pyhmmer's own errors
-        raise InputError(f"{path}: malformed sequence file ({_one_line(exc)})") from None
+        raise InputError(f"{path}: malformed sequence file ({_easel_stream_message(exc)})") from None
     if not names:
         raise InputError(f"{path}: no sequences found")
     lengths_a = np.asarray(lengths, dtype=np.int32)
