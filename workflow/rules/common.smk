@@ -1,5 +1,10 @@
-# Shared helpers: config validation, input selection, command prefix.
+# Shared helpers: config validation, input selection, command prefix, command-line arguments.
+#
+# Nothing from the config reaches a shell as code: values go into rules' params as lists of
+# arguments, which the rules expand with {params.NAME:q} (each element shell-quoted), and the
+# schema limits device names and file names to printable characters.
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -11,7 +16,7 @@ validate(config, schema="../schemas/config.schema.yaml")
 # The package runs from this checkout's src/: with the conda environment's python under
 # --use-conda (envs/hmmcascade.yaml), else with the interpreter that runs Snakemake.
 _USE_CONDA = "conda" in {str(m) for m in workflow.deployment_settings.deployment_method}
-PY = f"env PYTHONPATH={Path(workflow.basedir) / 'src'} {'python' if _USE_CONDA else sys.executable}"
+PY = shlex.join(["env", f"PYTHONPATH={Path(workflow.basedir) / 'src'}", "python" if _USE_CONDA else sys.executable])
 ENV = "../../envs/hmmcascade.yaml"
 BATCHES = [f"{b:03d}" for b in range(config["batches"])]
 
@@ -39,31 +44,30 @@ def get_sequences():
 
 
 def threshold_args():
-    """Command-line threshold options shared by search and compare."""
+    """Threshold options shared by search, merge and compare, as a list of arguments (quote with :q)."""
     t = config["thresholds"]
-    args = [f"--F1 {t['F1']}", f"--F2 {t['F2']}", f"--F3 {t['F3']}"]
+    args = ["--F1", t["F1"], "--F2", t["F2"], "--F3", t["F3"]]
     if t.get("cut"):
         args.append(f"--cut_{t['cut']}")
     elif t.get("T") is not None:
-        args.append(f"-T {t['T']}")
+        args += ["-T", t["T"]]
     else:
-        args.append(f"-E {t['E']}")
-        args.append(f"--domT {t['domT']}" if t.get("domT") is not None else f"--domE {t['domE']}")
-        args.append(f"--incT {t['incT']}" if t.get("incT") is not None else f"--incE {t['incE']}")
-        args.append(f"--incdomT {t['incdomT']}" if t.get("incdomT") is not None else f"--incdomE {t['incdomE']}")
+        args += ["-E", t["E"]]
+        for e_name, t_name in (("domE", "domT"), ("incE", "incT"), ("incdomE", "incdomT")):
+            args += [f"--{t_name}", t[t_name]] if t.get(t_name) is not None else [f"--{e_name}", t[e_name]]
     if t.get("domZ"):
-        args.append(f"--domZ {t['domZ']}")
+        args += ["--domZ", t["domZ"]]
     if not t["bias_filter"]:
         args.append("--nobias")
     if t["max"]:
         args.append("--max")
-    return " ".join(args)
+    return [str(a) for a in args]
 
 
 def z_args(meta):
-    """-Z from config, else the whole search's target count recorded by prepare_sequences."""
+    """-Z from config, else the whole search's target count recorded by prepare_sequences (a list of arguments)."""
     z = config["thresholds"]["Z"]
-    return f"-Z {z}" if z else f"--targets-from {meta}"
+    return ["-Z", str(z)] if z else ["--targets-from", meta]
 
 
 def get_pfam_dat():
@@ -74,17 +78,21 @@ def get_pfam_dat():
 
 
 def pfam_dat_arg(wildcards, input):
-    return f"--pfam-dat {input.dat}" if input.get("dat") else ""
+    """--pfam-dat and the file when there is one (a list of arguments)."""
+    return ["--pfam-dat", input.dat] if input.get("dat") else []
 
 
 FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout", "results/hmmcascade.alignments.txt",
                 "results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3"]
 
 
+ACCURACY_OUTPUTS = ["results/accuracy.json", "results/accuracy.txt"]
+
+
 def get_final_outputs():
     outputs = FINAL_TABLES + ["results/stats.json"]
     if config["compare"]["enabled"]:
-        outputs += ["results/accuracy.json", "results/accuracy.txt"]
+        outputs += ACCURACY_OUTPUTS
     if config["databases"] == "download":
         outputs += ["results/provenance/pfam.json", "results/provenance/uniprot.json"]
     return outputs

@@ -9,21 +9,21 @@ rule compare:
         hits="results/hits.json.gz",
         meta="results/prepared/sequences.json",
     output:
-        json="results/accuracy.json",
-        summary="results/accuracy.txt",
+        json=ACCURACY_OUTPUTS[0],
+        summary=ACCURACY_OUTPUTS[1],
     params:
         py=PY,
         thresholds=threshold_args(),
         z=z_args("results/prepared/sequences.json"),
         cpus=config["compare"]["cpus"],
         recall=config["compare"]["require_recall"],
-        identical="--require-identical" if config["compare"].get("require_identical") else "",
+        identical=["--require-identical"] if config["compare"].get("require_identical") else [],
     conda:
         ENV
     log:
         "logs/compare/compare.log",
     threads: workflow.cores
     shell:
-        "{params.py} -m hmmcascade compare {input.hmms:q} {input.seqs:q} --ours {input.hits}"
-        " --json {output.json} --summary {output.summary} --cpus {params.cpus} {params.z}"
-        " --require-recall {params.recall} {params.identical} {params.thresholds} 2> {log}"
+        "{params.py} -m hmmcascade compare {input.hmms:q} {input.seqs:q} --ours {input.hits:q}"
+        " --json {output.json:q} --summary {output.summary:q} --cpus {params.cpus:q} {params.z:q}"
+        " --require-recall {params.recall:q} {params.identical:q} {params.thresholds:q} 2> {log:q}"

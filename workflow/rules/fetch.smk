@@ -27,7 +27,7 @@ rule fetch_pfam:
     localrule: True
     shell:
         "{params.py} -m hmmcascade fetch pfam --base-url {params.base:q}"
-        " --outdir {params.outdir} --provenance {output.provenance} 2> {log}"
+        " --outdir {params.outdir:q} --provenance {output.provenance:q} 2> {log:q}"
 
 
 rule fetch_uniprot:
@@ -45,4 +45,4 @@ rule fetch_uniprot:
     localrule: True
     shell:
         "{params.py} -m hmmcascade fetch uniprot --base-url {params.base:q}"
-        " --outdir {params.outdir} --provenance {output.provenance} 2> {log}"
+        " --outdir {params.outdir:q} --provenance {output.provenance:q} 2> {log:q}"

@@ -14,7 +14,7 @@ rule press_models:
     log:
         "logs/press_models/press.log",
     shell:
-        "{params.py} -m hmmcascade press {input.hmms:q} -o {output.pressed} 2> {log}"
+        "{params.py} -m hmmcascade press {input.hmms:q} -o {output.pressed:q} 2> {log:q}"
 
 
 rule prepare_sequences:
@@ -32,5 +32,5 @@ rule prepare_sequences:
     log:
         "logs/prepare_sequences/prepare.log",
     shell:
-        "{params.py} -m hmmcascade prepare {input.seqs:q} --outdir {params.outdir}"
-        " --meta {output.meta} --batches {params.n} 2> {log}"
+        "{params.py} -m hmmcascade prepare {input.seqs:q} --outdir {params.outdir:q}"
+        " --meta {output.meta:q} --batches {params.n:q} 2> {log:q}"

@@ -1,6 +1,8 @@
 # Search: the MSV -> bias -> Viterbi -> Forward cascade and domain definition on each batch,
 # then a merge that applies the whole search's thresholds (Z = all targets, domZ = reported
 # targets per model) and writes HMMER's tables, alignments, pfam_scan's table and GFF3.
+# A new merge first removes the last comparison's accuracy files: they described the old tables,
+# and must not stand beside missing or new ones if this merge fails.
 
 
 rule search_batch:
@@ -22,8 +24,8 @@ rule search_batch:
         "logs/search_batch/batch{batch}.log",
     threads: 1
     shell:
-        "{params.py} -m hmmcascade search {input.models} {input.batch} --hits {output.hits}"
-        " --stats {output.stats} --device {params.device} {params.z} {params.thresholds} 2> {log}"
+        "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} --hits {output.hits:q}"
+        " --stats {output.stats:q} --device {params.device:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
 
 rule merge_hits:
@@ -46,12 +48,13 @@ rule merge_hits:
         z=z_args("results/prepared/sequences.json"),
         thresholds=threshold_args(),
         dat=pfam_dat_arg,
+        stale=ACCURACY_OUTPUTS,
     conda:
         ENV
     log:
         "logs/merge_hits/merge.log",
     shell:
-        "{params.py} -m hmmcascade merge {input.hits} --models {input.models} --merged-hits {output.hits}"
-        " --tblout {output.tblout} --domtblout {output.domtblout} --alignments {output.alignments}"
-        " --pfamscan {output.pfamscan} --gff3 {output.gff3} {params.dat}"
-        " --stats {output.stats} --batch-stats {input.stats} {params.z} {params.thresholds} 2> {log}"
+        "rm -f {params.stale:q} && {params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --merged-hits {output.hits:q}"
+        " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
+        " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q}"
+        " --stats {output.stats:q} --batch-stats {input.stats:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
