@@ -1,4 +1,4 @@
-"""Variants of kernel ``region_ensemble`` (kernels/ensemble.cl) on the multi-domain regions of a
+"""Variants of kernel ``region_ensemble`` (src/hmmcascade/kernels/ensemble.cl) on the multi-domain regions of a
 real search: each variant recomputes every region the search hands to
 :func:`hmmcascade.ensemble_gpu.region_ensembles`, its kernel seconds are summed, and its
 results are compared with the first variant's (null2 scores and envelopes, exactly).

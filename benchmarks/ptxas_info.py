@@ -1,4 +1,4 @@
-"""Print NVIDIA's build log with ptxas' register and spill counts per kernel of one kernels/*.cl.
+"""Print NVIDIA's build log with ptxas' register and spill counts per kernel of one src/hmmcascade/kernels/*.cl.
 
     python3 benchmarks/ptxas_info.py viterbi        (on the GPU machine)
 """

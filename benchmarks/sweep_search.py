@@ -6,7 +6,7 @@
 Each value of the ``--set`` constant (a name in hmmcascade.cascade) gets ``--repeat`` searches,
 in turn (value after value, then again), after one warm-up search; prints each search's wall
 time, hit count and kernel seconds, and the best and mean per value.  ``--set env:NAME=...``: an
-environment variable; ``--set build:PROGRAM=OPTS,OPTS``: kernels/PROGRAM.cl built with each
+environment variable; ``--set build:PROGRAM=OPTS,OPTS``: src/hmmcascade/kernels/PROGRAM.cl built with each
 space-separated option list (empty: none), e.g. ``--set "build:msv=,-DMSV_TILE=64"``.  (For choosing
 defaults on the GPU machine; the comparison with pyhmmer is run_benchmark.py's.)
 """
@@ -31,7 +31,7 @@ def main() -> int:
     add_workload_arguments(ap)
     ap.add_argument("--set", required=True, help="NAME=v1,v2,...: a hmmcascade.cascade constant and its values, "
                     "env:NAME=v1,v2,...: an environment variable read during the search (as HMMCASCADE_SIDE_QUEUE), "
-                    "or build:PROGRAM=OPTS,OPTS: kernels/PROGRAM.cl built with each option list")
+                    "or build:PROGRAM=OPTS,OPTS: src/hmmcascade/kernels/PROGRAM.cl built with each option list")
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     name, _, values = args.set.partition("=")

@@ -1,4 +1,4 @@
-"""kernels/bias.cl and BiasFilter: HMMER's biased-composition filter (p7_bg_FilterScore's HMM part).
+"""src/hmmcascade/kernels/bias.cl and BiasFilter: HMMER's biased-composition filter (p7_bg_FilterScore's HMM part).
 
 Reference: Easel's ``esl_hmm_Forward`` on the two-state filter HMM of
 ``p7_bg_SetFilter`` / ``p7_bg_SetLength``, with HMMER's float parameters,

@@ -1,4 +1,4 @@
-"""kernels/domains.cl's device-side parts: region finding in fb_parser, and the scratch layouts.
+"""src/hmmcascade/kernels/domains.cl's device-side parts: region finding in fb_parser, and the scratch layouts.
 
 1. fb_parser's region loop (p7_domaindef_ByPosteriorHeuristics on btot, etot,
    mocc) must equal :func:`hmmcascade.domains.find_regions` run on the same

@@ -1,4 +1,4 @@
-"""Domain definition (kernels/domains.cl, hmmcascade.domains): hits, domains and alignments as HMMER's.
+"""Domain definition (src/hmmcascade/kernels/domains.cl, hmmcascade.domains): hits, domains and alignments as HMMER's.
 
 Oracles: HMMER's own ``tables/PF02826.domtbl`` (hmmsearch of pyhmmer's PF02826
 test model against the HG003687 proteome, both shipped with pyhmmer), and

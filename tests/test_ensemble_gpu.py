@@ -1,4 +1,4 @@
-"""kernels/ensemble.cl (hmmcascade.ensemble_gpu): multi-domain regions on the device, bit for bit.
+"""src/hmmcascade/kernels/ensemble.cl (hmmcascade.ensemble_gpu): multi-domain regions on the device, bit for bit.
 
 Oracle: :func:`hmmcascade.ensemble.region_trace_ensemble`, which reproduces
 HMMER's ``region_trace_ensemble`` exactly (tests/test_ensemble.py checks it

@@ -1,4 +1,4 @@
-"""kernels/forward.cl and the search's reported hits.
+"""src/hmmcascade/kernels/forward.cl and the search's reported hits.
 
 1. ``cascade.search`` of the default data (Z = 2000, E <= 10) against
    ``pyhmmer.hmmsearch`` (HMMER 3.4): same targets, and the same
@@ -73,7 +73,7 @@ FWD_MODELS = ("MraY_sig1", "tRNA_SAD", "MarR", "Peptidase_S49", "NMT1", "Aminotr
 def generic_forward(db, m: int, seqs, lp) -> np.ndarray:
     """Forward score (nats) of model ``m`` for all sequences, float64, HMMER's local multihit model.
 
-    The recurrence of kernels/forward.cl (p7_ForwardParser) on the pressed
+    The recurrence of src/hmmcascade/kernels/forward.cl (p7_ForwardParser) on the pressed
     float tables: odds-ratio emissions, transition probabilities, N/C/J
     move/loop for each length, E move/loop; E collects M and D of every node;
     score = log(C(L) tCT).  Evaluated in log space (logaddexp), which needs no

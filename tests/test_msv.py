@@ -1,4 +1,4 @@
-"""kernels/msv.cl and MsvFilter: HMMER's MSV filter score, bit for bit.
+"""src/hmmcascade/kernels/msv.cl and MsvFilter: HMMER's MSV filter score, bit for bit.
 
 Reference: pyhmmer 0.12.3's ``OptimizedProfile.msv_filter`` (HMMER 3.4
 ``p7_MSVFilter``, SSV shortcut included) after ``om.L = len(seq)``, as the

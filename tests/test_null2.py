@@ -1,4 +1,4 @@
-"""kernels/null2.cl: the null2 sums of the domain scoring on the device, against numpy.
+"""src/hmmcascade/kernels/null2.cl: the null2 sums of the domain scoring on the device, against numpy.
 
 1. Random pieces (single-envelope rows looked up per residue, copied values, gaps of zeros),
    rows of up to 6,000 residues (most below 40), up to 500 zeros after a row: the device's

@@ -1,4 +1,4 @@
-"""kernels/viterbi.cl, ViterbiFilter, and the cascade's per-stage pass counts.
+"""src/hmmcascade/kernels/viterbi.cl, ViterbiFilter, and the cascade's per-stage pass counts.
 
 (a) As HMMER's own unit test (vitfilter.c ``utest_viterbi_filter``) checks
 ``p7_ViterbiFilter`` against ``p7_GViterbi`` on a profile rounded the same

@@ -7,7 +7,8 @@ platform name pick one explicitly.  The environment variable
 ``HMMCASCADE_DEVICE`` sets the default.
 
 Programs are built once per (context, kernel file) in this process; pyopencl
-caches the binaries on disk keyed by source, options, device and driver.
+caches the binaries on disk keyed by source, options, device and driver.  The
+kernel files are the package data ``hmmcascade/kernels/`` (:func:`kernels_dir`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from functools import wraps
-from pathlib import Path
+from importlib.resources import files
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    try:
+        from importlib.resources.abc import Traversable
+    except ImportError:  # Python 3.10
+        from importlib.abc import Traversable
 
 __all__ = ["DeviceError", "Device", "open_device", "kernels_dir", "list_devices"]
 
@@ -30,12 +38,12 @@ class DeviceError(RuntimeError):
     """No usable OpenCL device, or a kernel failed to build."""
 
 
-def kernels_dir() -> Path:
-    """Folder of the ``.cl`` files: ``$HMMCASCADE_KERNELS`` or the repository's ``kernels/``."""
-    env = os.environ.get("HMMCASCADE_KERNELS")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "kernels"
-    if not (path / "hmmcascade.h").is_file():
-        raise DeviceError(f"kernel sources not found in {path} (set HMMCASCADE_KERNELS)")
+def kernels_dir() -> Traversable:
+    """Folder of the ``.cl`` and ``.h`` files: the package data ``hmmcascade/kernels/``, read with
+    :mod:`importlib.resources` (so an installed wheel finds them wherever it runs)."""
+    path = files("hmmcascade") / "kernels"
+    if not path.joinpath("hmmcascade.h").is_file():
+        raise DeviceError(f"kernel sources not found in {path} (package data of hmmcascade missing)")
     return path
 
 
@@ -218,7 +226,7 @@ class Device:
 
     @_locked
     def program(self, name: str):
-        """Build (once) and return the program of ``kernels/<name>.cl``; its kernels are made with it
+        """Build (once) and return the program of ``hmmcascade/kernels/<name>.cl``; its kernels are made with it
         (:meth:`kernel`: pyopencl's kernel objects take about a millisecond each on NVIDIA, which a
         search would otherwise spend at its start)."""
         cache = self.__dict__.setdefault("_programs", {})
@@ -237,7 +245,7 @@ class Device:
 
     @_locked
     def use_program(self, name: str, prg) -> None:
-        """Make ``prg`` (a :meth:`build` of ``kernels/<name>.cl``) what :meth:`program` returns for
+        """Make ``prg`` (a :meth:`build` of ``hmmcascade/kernels/<name>.cl``) what :meth:`program` returns for
         ``name``, with its kernels (benchmarks swap variants this way)."""
         self.__dict__.setdefault("_programs", {})[name] = prg
         self._make_kernels(name, prg)
@@ -248,7 +256,7 @@ class Device:
         return "NVIDIA" in self.device.platform.name.upper()
 
     def build(self, name: str, extra_options: tuple = ()):
-        """Build ``kernels/<name>.cl`` with this device's options plus ``extra_options`` (not cached:
+        """Build ``hmmcascade/kernels/<name>.cl`` with this device's options plus ``extra_options`` (not cached:
         benchmarks compare variants of a kernel this way)."""
         cl = _cl()
         src = _source(name)
@@ -285,7 +293,7 @@ class Device:
         return macros
 
     def kernel(self, program: str, name: str):
-        """The kernel ``name`` of ``kernels/<program>.cl``, retrieved once per device."""
+        """The kernel ``name`` of ``hmmcascade/kernels/<program>.cl``, retrieved once per device."""
         cache = self.__dict__.setdefault("_kernels", {})
         key = (program, name)
         if key not in cache:
@@ -470,16 +478,16 @@ class Pinned:
 
 
 def _source(name: str) -> str:
-    """Kernel source with its ``#include "<name>.h"`` files of ``kernels/`` inlined, each at every
+    """Kernel source with its ``#include "<name>.h"`` files of ``hmmcascade/kernels/`` inlined, each at every
     occurrence (so their content is part of the cache key; viterbi.cl includes one body several times)."""
     folder = kernels_dir()
-    text = (folder / f"{name}.cl").read_text()
+    text = folder.joinpath(f"{name}.cl").read_text(encoding="utf-8")
     for _ in range(8):  # included files may include others (forward_warp.h: forward_row.h)
         found = sorted(set(re.findall(r'^#include "([\w.]+\.h)"$', text, flags=re.M)))
         if not found:
             break
         for inc in found:
-            text = text.replace(f'#include "{inc}"', (folder / inc).read_text())  # every occurrence
+            text = text.replace(f'#include "{inc}"', folder.joinpath(inc).read_text(encoding="utf-8"))  # every occurrence
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return f"/* hmmcascade {name} {digest} */\n{text}"
 

@@ -20,7 +20,7 @@ For every (model, target) pair that passed the Forward filter, as hmmsearch does
    reconstruction that replaces it when better, domain scores, P-values.
 
 The float arithmetic follows HMMER's (float vs double, order of operations);
-see ``kernels/domains.cl`` for what is exact and what agrees to rounding.
+see ``hmmcascade/kernels/domains.cl`` for what is exact and what agrees to rounding.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ PENDING_OUTPUT_BYTES = 1 << 30
 #: envelope_wg's work-group size: one NVIDIA warp (work-item 0 walks the chains, the others the rows)
 ENVELOPE_WG = 32
 
-# trace states (HMMER's p7T_ codes, as kernels/domains.cl writes them)
+# trace states (HMMER's p7T_ codes, as hmmcascade/kernels/domains.cl writes them)
 ST_M, ST_D, ST_I, ST_S, ST_N, ST_B, ST_E, ST_C, ST_T, ST_J = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 
 AMINO = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
@@ -341,7 +341,7 @@ class DomainEngine:
             raise ValueError("models configured with different E transitions")
         self.e_multi = ev[0].astype(F32)
         self._W = 4 * models.node_words.astype(np.int64)
-        #: the null2 sums of the scoring: "device" (kernels/null2.cl, default) or "host" (numpy);
+        #: the null2 sums of the scoring: "device" (hmmcascade/kernels/null2.cl, default) or "host" (numpy);
         #: the same floats
         null2_path = (os.environ.get("HMMCASCADE_NULL2") or "device").lower()
         if null2_path not in ("device", "host"):
@@ -687,7 +687,7 @@ class DomainEngine:
         """Work-groups and launches for jobs in sorted order, each needing ``lane_need`` scratch floats.
 
         ``interleave``: a work-group of ``ls`` consecutive jobs shares one word-interleaved block of
-        ``ls * max(lane_need)`` floats (kernels/domains.cl), ``ls`` = :meth:`_lanes`, halved where
+        ``ls * max(lane_need)`` floats (hmmcascade/kernels/domains.cl), ``ls`` = :meth:`_lanes`, halved where
         one group alone would pass the scratch budget.  Otherwise each job has its own
         ``lane_need`` contiguous floats (multiples of 4) and ``ls`` is only the work-group size.
         A launch is a run of groups with the same ``ls`` whose scratch, plus ``extra`` floats per
@@ -831,7 +831,7 @@ class DomainEngine:
         regions, nexpected, _, _ = self.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
         tm = mark("dom.decode", tm)
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
-        # stochastic trace clustering on the device (kernels/ensemble.cl, bit-exact with ensemble.py);
+        # stochastic trace clustering on the device (hmmcascade/kernels/ensemble.cl, bit-exact with ensemble.py);
         # regions the kernel flags, or all with HMMCASCADE_ENSEMBLE=python, on the host (ensemble_gpu)
         nreg, reg = _flat_regions(regions)
         mr = np.flatnonzero(reg[:, 2])  # the multi-domain regions (flat numbers)
@@ -1373,7 +1373,7 @@ class DomainSource:
 @dataclass
 class Null2Pieces:
     """The null2 scores of a batch's domain-defined pairs, as pieces of one flat float array, and the
-    sums :func:`score_domains` takes of it (kernels/null2.cl draws the layout).
+    sums :func:`score_domains` takes of it (hmmcascade/kernels/null2.cl draws the layout).
 
     ``n2sc`` (``total`` floats, zero where no piece is) holds each pair's per-residue null2 scores
     (nats) from its first region's start to its last region's end.  Piece p fills

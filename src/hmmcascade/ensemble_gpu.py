@@ -1,10 +1,10 @@
-"""Multi-domain regions on the device: HMMER's ``region_trace_ensemble`` in ``kernels/ensemble.cl``.
+"""Multi-domain regions on the device: HMMER's ``region_trace_ensemble`` in ``hmmcascade/kernels/ensemble.cl``.
 
 :func:`region_ensembles` takes multi-domain regions (target, model, ``i..j``)
 and returns what :func:`hmmcascade.ensemble.region_trace_ensemble` returns
 for each, bit for bit: the region's null2 scores and its envelopes.
 
-1. Kernel ``envelope`` (``kernels/domains.cl``) in mode 0 writes each
+1. Kernel ``envelope`` (``hmmcascade/kernels/domains.cl``) in mode 0 writes each
    region's multihit Forward matrix (length model of the whole target) into
    device scratch: one work-item per region, or on GPUs (for models of up to
    ``32 * max(VIT_WARP_C)`` nodes) ``region_forward_warp<C>``, the same matrix
@@ -54,7 +54,7 @@ FORWARD_PATHS = ("warp", "serial")  #: the Forward matrices: region_forward_warp
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
-#: (kernels/ensemble.cl's ENS_LANES)
+#: (hmmcascade/kernels/ensemble.cl's ENS_LANES)
 REGION_LANES = 32
 
 
@@ -70,7 +70,7 @@ class EnsembleStats:
 
 
 def ensemble_work_ints(L: np.ndarray, M: np.ndarray, segcap: np.ndarray, env_cap: int) -> np.ndarray:
-    """Ints of kernel workspace per region (the layout at the top of ``kernels/ensemble.cl``), multiple of 4."""
+    """Ints of kernel workspace per region (the layout at the top of ``hmmcascade/kernels/ensemble.cl``), multiple of 4."""
     L, M, segcap = (np.asarray(a, dtype=np.int64) for a in (L, M, segcap))
     W = (M + 3) // 4 * 4
     need = 8 * segcap + 2 * (W + 1) + np.maximum(L, M) + 1 + 8 * int(env_cap)
@@ -98,7 +98,7 @@ def _chunks(need: np.ndarray, budget: int):
 def _region_lanes(dev) -> int:
     """Work-items per region: REGION_LANES (a warp) on a GPU, 1 on a CPU.  The work-items of a region take a round of its trace's steps at once (each the step
     that follows the others continuing the current run, with its own draw), share the row walks
-    of E's draws and the null2 sums, and test the clustering's links (kernels/ensemble.cl).
+    of E's draws and the null2 sums, and test the clustering's links (hmmcascade/kernels/ensemble.cl).
 
     Measured on an H200 (dev x4, 33,920 regions, 2026-11-21): 32 work-items per region 0.74 s,
     as many as stay resident (16 in launches of more than 8,448 regions) 0.78 s, 8 1.04 s, one

@@ -2,7 +2,7 @@
 
 :class:`DeviceModels` uploads a :class:`~hmmcascade.profiles.ProfileDB` once;
 :class:`DeviceBatch` uploads one length-sorted batch of sequences (both
-layouts of ``kernels/hmmcascade.h``) with its per-sequence length model.
+layouts of ``hmmcascade/kernels/hmmcascade.h``) with its per-sequence length model.
 Each filter class checks its arguments, splits the work so the scratch rows
 fit the device, enqueues, and returns numpy results plus the kernel time
 measured with OpenCL profiling events.

@@ -1,4 +1,4 @@
-"""The null2 sums of :func:`hmmcascade.domains.score_domains` on the device (kernels/null2.cl).
+"""The null2 sums of :func:`hmmcascade.domains.score_domains` on the device (hmmcascade/kernels/null2.cl).
 
 The search scores a batch's domains in its records thread while the device runs the next batch;
 the per-residue null2 scores and their float sums in HMMER's order (a correction per domain, an

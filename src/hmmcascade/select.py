@@ -1,4 +1,4 @@
-"""The filter cascade's pass tests and survivor lists on the device (``kernels/select.cl``).
+"""The filter cascade's pass tests and survivor lists on the device (``hmmcascade/kernels/select.cl``).
 
 Without it the host reads every MSV launch's score matrix, finds the candidates, computes
 their P-value tests, uploads the survivors for the bias and Viterbi filters and reads their
