@@ -36,7 +36,7 @@ from operator import attrgetter
 import numpy as np
 
 from . import stats
-from .device import _COMPLETE, Device
+from .device import CL_COMPLETE, Device
 from .domains import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
 from .io import SequenceSet
@@ -521,7 +521,7 @@ class _MsvRun:
         wait hook: an earlier batch's stages then wait behind at most ``depth`` ranges, and the
         device has work while the host reads and computes); returns how many are."""
         depth = FILL_DEPTH if depth is None else depth
-        self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE]
+        self._pending = [e for e in self._pending if e.command_execution_status != CL_COMPLETE]
         while len(self._pending) < depth and self._start():
             started = self.started[-1][2]
             if isinstance(started[0], str):

@@ -38,8 +38,8 @@ from operator import itemgetter
 import numpy as np
 
 from . import stats
-from .device import Device, _cl
-from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, _event_seconds, _round_up, log_launch, mark,
+from .device import Device, opencl
+from .filters import (LOCAL_SIZE, VIT_WARP_C, DeviceBatch, DeviceModels, event_seconds, round_up, log_launch, mark,
                       on_side_queue, union_seconds, warp_runs)
 from .profiles import KP, ProfileDB, logf_array
 from .results import Alignment, AlignmentLines, Domain, DomainList, gc_paused
@@ -379,7 +379,7 @@ class DomainEngine:
         n = len(pair_seq)
         if n == 0:
             return [], np.zeros(0, F32), np.zeros((0, 4), F32), ([] if posteriors else None)
-        cl = _cl()
+        cl = opencl()
         pair_seq = np.asarray(pair_seq, dtype=np.int64)
         pair_model = np.asarray(pair_model, dtype=np.int64)
         L = batch.seqs.lengths[pair_seq].astype(np.int64)
@@ -412,7 +412,7 @@ class DomainEngine:
         pending = []
 
         def finish(a, j0, j1, ls, ev, q, scr, d_out, job_off, lane_need, _hold=None):
-            sec = _event_seconds([ev])
+            sec = event_seconds([ev])
             self.kernel_s["decode"] += sec
             self.intervals.append((ev.profile.start, ev.profile.end))
             log_launch(f"fb_parser/warp{seg_c[a]}" if seg_c[a] else "fb_parser/serial", sec,
@@ -458,7 +458,7 @@ class DomainEngine:
                     ls_read = 1
                 else:
                     ev = self.k_parser(
-                        q, (_round_up(j1 - j0, ls),), (ls,), *args,
+                        q, (round_up(j1 - j0, ls),), (ls,), *args,
                         msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out)
                     ls_read = ls
                 # (a side launch's buffers stay referenced until it is read: the pool orders reuse by
@@ -504,7 +504,7 @@ class DomainEngine:
         if n == 0:
             return (partial(EnvelopeResults.from_pieces, 0, []) if lazy else EnvelopeResults.from_pieces(0, [])) \
                 if arrays else results
-        cl = _cl()
+        cl = opencl()
         seq = np.asarray(seq, dtype=np.int64)
         model = np.asarray(model, dtype=np.int64)
         kernel = (path or self.envelope_path) if mode == 1 else "serial"
@@ -567,7 +567,7 @@ class DomainEngine:
 
         def finish(j0, j1, ev, read, keep, q, nbytes):
             k = j1 - j0
-            sec = _event_seconds([ev])
+            sec = event_seconds([ev])
             with self._stats_lock:
                 self.kernel_s["envelope"] += sec
                 sink[0].append((ev.profile.start, ev.profile.end))
@@ -639,9 +639,9 @@ class DomainEngine:
                 lw = cl.LocalMemory(_env_wg_local_bytes(int(Ws[j0:j1].max())))
                 ev = self.k_env_wg(q, (k * ENVELOPE_WG,), (ENVELOPE_WG,), *common, lw)
             else:
-                ev = self.k_env(q, (_round_up(k, ls),), (ls,), *common)
+                ev = self.k_env(q, (round_up(k, ls),), (ls,), *common)
             if mode == 0:
-                sec = _event_seconds([ev])
+                sec = event_seconds([ev])
                 self.kernel_s["envelope"] += sec
                 self.intervals.append((ev.profile.start, ev.profile.end))
                 info = np.empty((k, 4), dtype=F32)
@@ -763,7 +763,7 @@ class DomainEngine:
         offs, total = [], 0
         for a in arrays:
             offs.append(total)
-            total = _round_up(total + max(a.nbytes, 4), align)
+            total = round_up(total + max(a.nbytes, 4), align)
         host = np.zeros(total, dtype=np.uint8)
         for a, o in zip(arrays, offs):
             host[o: o + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).ravel()
@@ -779,7 +779,7 @@ class DomainEngine:
         offs, total = [], 0
         for rows, cols, dt in parts:
             offs.append(total)
-            total = _round_up(total + max(rows * cols * np.dtype(dt).itemsize, 4), align)
+            total = round_up(total + max(rows * cols * np.dtype(dt).itemsize, 4), align)
         buf = self.dev.scratch(total)
         subs = [buf.get_sub_region(o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
 
@@ -808,7 +808,7 @@ class DomainEngine:
         """Floats 0..need-1 of one job's word-interleaved scratch (``off``: its job_off, ``ls``:
         its work-group size), copying only the span its words lie in."""
         span = np.empty((need // 4 - 1) * 4 * ls + 4, dtype=F32)
-        _cl().enqueue_copy(queue or self.dev.queue, span, scr, src_offset=4 * off)
+        opencl().enqueue_copy(queue or self.dev.queue, span, scr, src_offset=4 * off)
         w = np.arange(need // 4, dtype=np.int64) * (4 * ls)
         return span[(w[:, None] + np.arange(4)).ravel()]
 

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import _cl
+from .device import opencl
 from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
-from .filters import LOCAL_SIZE, _event_seconds, _round_up, log_launch, warp_runs
+from .filters import LOCAL_SIZE, event_seconds, round_up, log_launch, warp_runs
 from .profiles import logf_array, logf_is_glibc
 
 __all__ = ["SEED", "STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "ensemble_work_ints", "region_ensembles"]
@@ -185,7 +185,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     stats = engine.__dict__.setdefault("ensemble_stats", EnsembleStats())
     stats.regions += n
     db, m = engine.db, engine.models
-    cl = _cl()
+    cl = opencl()
     lengths = batch.seqs.lengths[seq].astype(np.int64)
     if np.any(starts < 1) or np.any(ends < starts) or np.any(ends > lengths):
         raise ValueError("a region lies outside its target")
@@ -221,14 +221,14 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
 
     def finish(idx, evs_f, ev_e, q, scr, scr_off, reads, keep):
         k = len(idx)
-        sec = _event_seconds(evs_f)
+        sec = event_seconds(evs_f)
         stats.forward_s += sec
         engine.kernel_s["region_fwd"] += sec
         engine.intervals += [(ev.profile.start, ev.profile.end) for ev in evs_f]
         log_launch("region_fwd", sec, lambda: M[idx] * Lr[idx])
         engine.cells["region_fwd"] += int((M[idx] * Lr[idx]).sum())
         if on_device:
-            sec = _event_seconds([ev_e])
+            sec = event_seconds([ev_e])
             stats.ensemble_s += sec
             engine.kernel_s["ensemble"] += sec
             engine.intervals.append((ev_e.profile.start, ev_e.profile.end))
@@ -312,7 +312,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
             if c:  # a warp per region, C nodes per lane
                 evs_f.append(engine.k_region_fwd_warp[c](q, (kr * 32,), (32,), *args))
             else:
-                evs_f.append(engine.k_env(q, (_round_up(kr, LOCAL_SIZE),), (LOCAL_SIZE,), *args))
+                evs_f.append(engine.k_env(q, (round_up(kr, LOCAL_SIZE),), (LOCAL_SIZE,), *args))
         ev_e, reads = None, None
         if on_device:
             per = _region_lanes(dev)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import Device, _cl, _size_class
+from .device import Device, opencl, size_class
 from .domains import Null2Pieces
 
 F32 = np.float32
@@ -27,7 +27,7 @@ class Null2Sums:
     additions in the same order; the logf values come from the host).  One caller at a time."""
 
     def __init__(self, dev: Device):
-        cl = _cl()
+        cl = opencl()
         self.dev = dev
         self.k_fill = dev.kernel("null2", "null2_fill")
         self.k_sums = dev.kernel("null2", "null2_sums")
@@ -42,20 +42,20 @@ class Null2Sums:
         if b is None or b.size < nbytes:
             if b is not None:
                 self._old.append(b)
-            cl = _cl()
-            b = self._bufs[name] = cl.Buffer(self.dev.ctx, cl.mem_flags.READ_WRITE, size=_size_class(max(nbytes, 16)))
+            cl = opencl()
+            b = self._bufs[name] = cl.Buffer(self.dev.ctx, cl.mem_flags.READ_WRITE, size=size_class(max(nbytes, 16)))
         return b
 
     def _upload(self, name: str, array: np.ndarray, dtype, events: list):
         a = np.ascontiguousarray(array, dtype=dtype)
         b = self._buf(name, a.nbytes)
         if a.nbytes:
-            events.append(_cl().enqueue_copy(self.queue, b, a, is_blocking=False))
+            events.append(opencl().enqueue_copy(self.queue, b, a, is_blocking=False))
         return b
 
     def __call__(self, pc: Null2Pieces) -> tuple[np.ndarray, np.ndarray]:
         """(corrections [domains], null2 sums [pairs]), float32."""
-        cl = _cl()
+        cl = opencl()
         nd, nh, npieces = len(pc.dom_start), len(pc.row_start), len(pc.row)
         corr, n2sum = np.zeros(nd, dtype=F32), np.zeros(nh, dtype=F32)
         if nd + nh == 0:
