@@ -1,6 +1,6 @@
 """kernels/ensemble.cl (hmmcascade.ensemble_gpu): multi-domain regions on the device, bit for bit.
 
-Oracle: :func:`hmmcascade.ensemble.region_trace_ensemble`, which reproduces
+Oracle: :func:`hmmcascade.domaindef.ensemble.region_trace_ensemble`, which reproduces
 HMMER's ``region_trace_ensemble`` exactly (tests/test_ensemble.py checks it
 against pyhmmer).  Every multi-domain region that the pipeline meets in
 

@@ -11,7 +11,7 @@ For every (model, target) pair that passed the Forward filter, as hmmsearch does
    the end probability drops below rt2.  A region whose expected number of
    E-then-B transitions reaches rt3 = 0.20 may hold several domains: it is
    resolved by clustering 200 stochastic tracebacks of its multihit Forward
-   matrix (:mod:`hmmcascade.ensemble`), which also gives its null2 scores.
+   matrix (:mod:`hmmcascade.domaindef.ensemble`), which also gives its null2 scores.
 3. Each envelope is rescored alone in unihit mode (Forward, Backward,
    posterior decoding), its null2 model is the posterior-weighted average of
    the emission odds (unless the clustering set it), and its alignment is the
@@ -193,9 +193,9 @@ def null2_odds_rows(weights: np.ndarray) -> np.ndarray:
     """:func:`null2_odds` of many envelopes: [n, 20] kernel values -> [n, KP] odds.
 
     Codes 20 (gap), 27, 28 are 1; each degenerate code is the float mean of its residues'
-    values, summed in order (esl_abc_FAvgScVec, as :func:`hmmcascade.ensemble.average_degenerate`).
+    values, summed in order (esl_abc_FAvgScVec, as :func:`hmmcascade.domaindef.ensemble.average_degenerate`).
     """
-    from .ensemble import AMINO_DEGENERACIES
+    from .domaindef.ensemble import AMINO_DEGENERACIES
 
     n = weights.shape[0]
     n2 = np.ones((n, KP), dtype=F32)
@@ -1572,7 +1572,7 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
 
 
 def _one_ensemble(task):
-    from .ensemble import EaselRandom, region_trace_ensemble
+    from .domaindef.ensemble import EaselRandom, region_trace_ensemble
 
     rf, tables, dsq1, i, j = task
     return region_trace_ensemble(rf, tables, dsq1, i, j, EaselRandom(SEED))

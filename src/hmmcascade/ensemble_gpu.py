@@ -1,7 +1,7 @@
 """Multi-domain regions on the device: HMMER's ``region_trace_ensemble`` in ``kernels/ensemble.cl``.
 
 :func:`region_ensembles` takes multi-domain regions (target, model, ``i..j``)
-and returns what :func:`hmmcascade.ensemble.region_trace_ensemble` returns
+and returns what :func:`hmmcascade.domaindef.ensemble.region_trace_ensemble` returns
 for each, bit for bit: the region's null2 scores and its envelopes.
 
 1. Kernel ``envelope`` (``kernels/domains.cl``) in mode 0 writes each
@@ -24,7 +24,7 @@ A region whose workspace is too small (more sampled domains than its
 capacity, by default 24 per trace or one per 16 residues, whichever is
 more) or whose matrix holds values the Python module treats specially (NaN
 weights, a zero E) comes back flagged; the host then recomputes it with
-:mod:`hmmcascade.ensemble` from the same Forward matrix.
+:mod:`hmmcascade.domaindef.ensemble` from the same Forward matrix.
 
 ``HMMCASCADE_ENSEMBLE=python`` (or ``backend="python"``) computes every
 region that way: the device only runs the Forward pass.
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import opencl
-from .ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
+from .domaindef.ensemble import NSAMPLES, EaselRandom, ModelTables, RegionForward
 from .filters import LOCAL_SIZE, event_seconds, round_up, log_launch, warp_runs
 from .profiles import logf_array, logf_is_glibc
 
@@ -145,7 +145,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
         seq, model: per region, the target's index in the batch and the model's index.
         starts, ends: per region, first and last residue (1-based, inclusive).
         backend: ``"device"`` or ``"python"`` (all regions on the host, with
-            :mod:`hmmcascade.ensemble`, from the device's Forward matrices); default
+            :mod:`hmmcascade.domaindef.ensemble`, from the device's Forward matrices); default
             ``$HMMCASCADE_ENSEMBLE`` or ``"device"``.  The Forward kernels:
             ``$HMMCASCADE_REGION_FORWARD``, ``"warp"`` (default on GPUs) or ``"serial"``.
         nsamples: sampled traces per region (HMMER: 200).
@@ -160,7 +160,7 @@ def region_ensembles(engine, batch, seq, model, starts, ends, *, backend: str | 
     Returns:
         per region, ``(n2sc, envelopes)``: float32 null2 scores (nats) of
         residues ``i..j`` and the ``(i2, j2)`` envelopes in sequence order,
-        exactly as :func:`hmmcascade.ensemble.region_trace_ensemble` gives them.
+        exactly as :func:`hmmcascade.domaindef.ensemble.region_trace_ensemble` gives them.
 
     Raises:
         ValueError: unknown backend or Forward path, mismatched argument lengths, a region outside its

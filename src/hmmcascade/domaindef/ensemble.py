@@ -61,7 +61,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .profiles import logf_array  # glibc logf, as HMMER
+from ..profiles import length_params, logf_array  # logf_array: glibc logf, as HMMER
 
 __all__ = [
     "Cluster", "EaselRandom", "ModelTables", "RegionForward", "SegmentPair", "SpEnsemble", "Trace", "TraceDomain",
@@ -99,8 +99,6 @@ OF_SMALLER = True
 MAX_DIAGDIFF = 4
 MIN_POSTERIOR = 0.25
 MIN_ENDPOINTP = 0.02
-
-
 
 
 def nqf(M: int) -> int:
@@ -262,8 +260,6 @@ class ModelTables:
     @classmethod
     def from_db(cls, db, m: int, L: int) -> ModelTables:
         """Model ``m`` of a :class:`hmmcascade.profiles.ProfileDB`, length model set for a target of length ``L``."""
-        from hmmcascade.profiles import length_params
-
         lp = length_params(np.array([L]), db)
         move, loop = f32(lp.xf_move_f32[0]), f32(lp.xf_loop_f32[0])
         xf = np.array([db.fwd_xf_e_f32[m], [move, loop], [move, loop], [move, loop]], dtype=f32)
