@@ -1,6 +1,6 @@
 """Host time per pair of the work after the envelope kernel: scores, alignments, hit records.
 
-Runs ``cascade.search`` once, recording the inputs of every ``domains.score_domains`` call
+Runs ``cascade.search`` once, recording the inputs of every ``score_domains`` call
 (regions, clustering results, envelope kernel results of each batch); then times, on those
 inputs repeated ``--copies`` times (the pairs of a large search), everything from "envelope
 results are on the host" to "records are sorted":
@@ -33,26 +33,29 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from hmmcascade import cascade, device, domains, io, profiles  # noqa: E402
+from hmmcascade import cascade, device, io, profiles  # noqa: E402
+from hmmcascade.domaindef import engine  # noqa: E402
+from hmmcascade.domaindef.records import envelope_jobs  # noqa: E402
+from hmmcascade.domaindef.scoring import score_domains  # noqa: E402
 from hmmcascade.results import hit_to_dict  # noqa: E402
 
 
 def capture(db, seqs, dev, th):
     """Search, keeping each score_domains call's arguments."""
     calls = []
-    real = domains.score_domains
+    real = engine.score_domains
 
-    def spy(*args):
+    def spy(*args, **kw):  # (kw: the engine's null2 sums)
         calls.append(args)
-        return real(*args)
+        return real(*args, **kw)
 
-    domains.score_domains = spy
+    engine.score_domains = spy
     try:
         t = time.perf_counter()
         res = cascade.search(db, seqs, dev, th)
         wall = time.perf_counter() - t
     finally:
-        domains.score_domains = real
+        engine.score_domains = real
     return res, calls, wall
 
 
@@ -76,9 +79,9 @@ def new_records(inputs, th, Z):
     records, batches = [], []
     for db, seqs, pair_seq, pair_model, fwd, null, regions, nexp, ens, env in inputs:
         t0 = T()
-        jobs = domains.envelope_jobs(regions, ens)
+        jobs = envelope_jobs(regions, ens)
         t1 = T()
-        pd = domains.score_domains(db, seqs, pair_seq, pair_model, fwd, null, regions, nexp, ens, jobs, env)
+        pd = score_domains(db, seqs, pair_seq, pair_model, fwd, null, regions, nexp, ens, jobs, env)
         t2 = T()
         records += cascade.make_hits(db, seqs, np.arange(len(seqs)), {"seq": pair_seq, "model": pair_model,
                                                                        "domains": pd}, th, Z)

@@ -1,6 +1,6 @@
 """Variants of kernel ``region_ensemble`` (src/hmmcascade/kernels/ensemble.cl) on the multi-domain regions of a
 real search: each variant recomputes every region the search hands to
-:func:`hmmcascade.ensemble_gpu.region_ensembles`, its kernel seconds are summed, and its
+:meth:`hmmcascade.domaindef.multidomain.RegionEnsembles.run`, its kernel seconds are summed, and its
 results are compared with the first variant's (null2 scores and envelopes, exactly).
 
     python3 benchmarks/ensemble_variants.py --models M.hmm.gz --seqs S.faa.gz --copies 1 \\
@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hmmcascade import cascade, ensemble_gpu, filters  # noqa: E402
+from hmmcascade import cascade, filters  # noqa: E402
+from hmmcascade.domaindef import multidomain  # noqa: E402
 from run_benchmark import add_workload_arguments, open_workload  # noqa: E402
 
 
@@ -43,21 +44,21 @@ def main() -> int:
     diffs = {v[0]: 0 for v in variants}
     regions = [0]
     launches = {v[0]: [] for v in variants}  # (seconds, regions, largest M x L)
-    original = ensemble_gpu.region_ensembles
-    lanes_default = ensemble_gpu._region_lanes
+    original = multidomain.RegionEnsembles.run
+    lanes_default = multidomain.region_lanes
 
-    def run_variants(engine, batch, seq, model, starts, ends, **kw):
+    def run_variants(stage, batch, seq, model, starts, ends, **kw):
         regions[0] += len(seq)
         first = None
         saved = dev.program("ensemble")
         try:
             for name, prg, lanes in variants:
                 dev.use_program("ensemble", prg)
-                ensemble_gpu._region_lanes = (lambda d, n=lanes: n) if lanes else lanes_default
-                stats = engine.__dict__.setdefault("ensemble_stats", ensemble_gpu.EnsembleStats())
+                multidomain.region_lanes = (lambda d, n=lanes: n) if lanes else lanes_default
+                stats = stage.stats
                 before = stats.ensemble_s
                 log, filters.LAUNCH_LOG = filters.LAUNCH_LOG, []
-                res = original(engine, batch, seq, model, starts, ends, backend="device", **kw)
+                res = original(stage, batch, seq, model, starts, ends, backend="device", **kw)
                 launches[name] += [(e[1], e[2], e[3]) for e in filters.LAUNCH_LOG if e[0] == "region_ensemble"]
                 filters.LAUNCH_LOG = log
                 secs[name] += stats.ensemble_s - before
@@ -68,10 +69,10 @@ def main() -> int:
                                        if a[1] != b[1] or not np.array_equal(a[0], b[0]))
         finally:
             dev.use_program("ensemble", saved)
-            ensemble_gpu._region_lanes = lanes_default
+            multidomain.region_lanes = lanes_default
         return first
 
-    ensemble_gpu.region_ensembles = run_variants
+    multidomain.RegionEnsembles.run = run_variants
     res = cascade.search(db, seqs, dev)
     print(f"device {dev.name}; {len(res.hits)} hits; {regions[0]} multi-domain regions")
     for name, _, lanes in variants:

@@ -260,8 +260,8 @@ def main() -> int:
     print(f"device {dev.name}; search {wall:.2f}s, {len(res.hits)} hits; kernel_s {s.kernel_s}; "
           f"host_s {s.host_s:.2f}; cyclic GC {gc_s[0]:.2f}s", file=buf)
     for eng in engines:
-        print("domain kernels:", {k: round(v, 3) for k, v in eng.domains.kernel_s.items()},
-              "cells:", eng.domains.cells, file=buf)
+        print("domain kernels:", {k: round(v, 3) for k, v in eng.domains.launches.kernel_s.items()},
+              "cells:", eng.domains.launches.cells, file=buf)
     print("\nphases (wall seconds, in order; the per-batch sequence):", file=buf)
     tot = {}
     for name, a, b in filters.PHASE_LOG:

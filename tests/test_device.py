@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hmmcascade.device import _size_class
+from hmmcascade.device import size_class
 
 
 def test_read_async_returns_the_buffer_and_reuses_page_locked_blocks(device):
@@ -27,9 +27,9 @@ def test_read_async_returns_the_buffer_and_reuses_page_locked_blocks(device):
 def test_pool_sizes():
     """Pool size classes: at least the request, at most 25% more (4 KiB at least), few distinct sizes."""
     for n in [1, 4096, 4097, 5000, 65535, 65536, 65537, 10**6, 3 * 2**30 + 1]:
-        c = _size_class(n)
-        assert c >= n and (c <= 4096 or c <= 1.25 * n) and _size_class(c) == c
-    assert len({_size_class(n) for n in range(4096, 1 << 20, 97)}) == 4 * 8 + 1  # 4 per octave, and 2^20
+        c = size_class(n)
+        assert c >= n and (c <= 4096 or c <= 1.25 * n) and size_class(c) == c
+    assert len({size_class(n) for n in range(4096, 1 << 20, 97)}) == 4 * 8 + 1  # 4 per octave, and 2^20
 
 
 def test_pool_reuses_buffers_nobody_holds(device):

@@ -1,6 +1,6 @@
 """The vectorised host code after the envelope kernel equals the per-domain code it replaced.
 
-``hmmcascade.domains.score_domains`` (null2 scores, corrections, sequence and domain
+``hmmcascade.domaindef.scoring.score_domains`` (null2 scores, corrections, sequence and domain
 scores, alignment displays for a whole batch at once), ``cascade.make_hits`` /
 ``threshold_hits`` / ``sort_hits`` and the lazily decoded ``Alignment`` lines are checked
 against the earlier per-pair, per-domain, per-column implementations, kept below as
@@ -18,9 +18,15 @@ import pickle
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, domains, output, stats
-from hmmcascade.domains import (AMINO, F32, LOG2, LOG_OMEGA, ST_B, ST_D, ST_E, ST_I, ST_M, PairDomains,
-                                PairDomainsBatch, encode_pp, flogsum)
+from hmmcascade import cascade, output, stats
+from hmmcascade.domaindef import alignment, engine
+from hmmcascade.domaindef.alignment import AMINO, ST_B, ST_D, ST_E, ST_I, ST_M, encode_pp
+from hmmcascade.domaindef.envelopes import EnvelopeRescorer
+from hmmcascade.domaindef.null2 import null2_odds_rows
+from hmmcascade.domaindef.numerics import (F32, flogsum, flogsum_f32, kahan_fsum_rows, kahan_fsum_segments,
+                                           sequential_fsum)
+from hmmcascade.domaindef.records import EnvelopeResults, PairDomains, PairDomainsBatch, envelope_jobs
+from hmmcascade.domaindef.scoring import LOG2, LOG_OMEGA, score_domains
 from hmmcascade.profiles import KP, _logf
 from hmmcascade.results import Alignment, AlignmentLines, Domain, Hit, hit_to_dict, load_hits, save_hits
 
@@ -51,7 +57,7 @@ def _ref_kahan_fsum_rows(rows):
 
 
 def _ref_null2_odds(weights):
-    from hmmcascade.ensemble import average_degenerate
+    from hmmcascade.domaindef.ensemble import average_degenerate
 
     n2 = np.ones(KP, dtype=F32)
     n2[:20] = weights[:20]
@@ -331,8 +337,8 @@ def captured(default_db, default_seqs, device):
     again with whole traces (a dict per job, what the reference code reads), and the recorded
     inputs carry those dicts.  The (arrays, dicts) pairs go to :data:`_ENVELOPE_PAIRS`."""
     calls = []
-    real = domains.score_domains
-    real_env = domains.DomainEngine.envelopes
+    real = score_domains
+    real_env = EnvelopeRescorer.envelopes
     pairs = {}
 
     def env_spy(self, *a, **kw):
@@ -353,8 +359,8 @@ def captured(default_db, default_seqs, device):
 
     _ENVELOPE_PAIRS.clear()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(domains, "score_domains", spy)
-        mp.setattr(domains.DomainEngine, "envelopes", env_spy)
+        mp.setattr(engine, "score_domains", spy)
+        mp.setattr(EnvelopeRescorer, "envelopes", env_spy)
         res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000))
     assert calls and _ENVELOPE_PAIRS
     return res, calls
@@ -367,16 +373,16 @@ def test_envelope_arrays_equal_dicts(captured):
     """envelopes(traces=False) (arrays, displayed columns cut from each launch's output) = the dicts
     of envelopes(traces=True) turned into arrays; score_domains gives the same records from both."""
     for args, arrays, dicts, out in _ENVELOPE_PAIRS:
-        ref = domains.EnvelopeResults.from_dicts(dicts)
-        assert isinstance(arrays, domains.EnvelopeResults) and len(arrays) == len(dicts) > 100
+        ref = EnvelopeResults.from_dicts(dicts)
+        assert isinstance(arrays, EnvelopeResults) and len(arrays) == len(dicts) > 100
         for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
             assert np.array_equal(getattr(arrays, f), getattr(ref, f)), f
             assert getattr(arrays, f).dtype == getattr(ref, f).dtype, f
         for a, b in zip(arrays.cols, ref.cols):
             assert a.dtype == b.dtype and np.array_equal(a, b)
         assert arrays.valid.sum() > arrays.shown.sum() * 0.9 and arrays.shown.sum() > 100
-        fresh = domains.score_domains(*args)  # (the search's records have been thresholded since)
-        again = domains.score_domains(*args[:-1], dicts)
+        fresh = score_domains(*args)  # (the search's records have been thresholded since)
+        again = score_domains(*args[:-1], dicts)
         assert [None if a is None else (a.seq_score, [_domain_dict(d) for d in a.domains]) for a in fresh] == \
             [None if b is None else (b.seq_score, [_domain_dict(d) for d in b.domains]) for b in again]
 
@@ -403,7 +409,7 @@ def test_score_domains_equals_per_domain_code(captured, rf):
             args = (_with_rf(args[0]),) + args[1:]
         db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected, ensemble_out, jobs, env = args
         ref = _ref_block(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected, ensemble_out, env)
-        new = domains.score_domains(*args)  # fresh records (the search's have been thresholded)
+        new = score_domains(*args)  # fresh records (the search's have been thresholded)
         assert isinstance(new, PairDomainsBatch) and len(new) == len(ref)
         for p, (a, b) in enumerate(zip(ref, new)):
             assert (a is None) == (b is None), p
@@ -432,14 +438,14 @@ def test_skipped_envelopes_and_empty_batches(captured):
     for drop in (set(range(0, len(env), 7)) | set(clustered[::2].tolist()), set(range(len(env)))):
         env2 = [None if t in drop else r for t, r in enumerate(env)]
         ref = _ref_block(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected, ensemble_out, env2)
-        new = list(domains.score_domains(*args[:10], env2))
+        new = list(score_domains(*args[:10], env2))
         assert [None if a is None else (a.nenvelopes, a.noverlaps, a.seq_score, [_domain_dict(d) for d in a.domains])
                 for a in ref] == [None if b is None else (b.nenvelopes, b.noverlaps, b.seq_score,
                                                           [_domain_dict(d) for d in b.domains]) for b in new]
         assert any(a is not None for a in ref) == (len(drop) < len(env))
     empty = [[] for _ in regions]
-    out = domains.score_domains(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, empty, nexpected, {},
-                                domains.envelope_jobs(empty, {}), [])
+    out = score_domains(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, empty, nexpected, {},
+                        envelope_jobs(empty, {}), [])
     assert len(out) == len(pair_seq) and not any(out)
     assert cascade.make_hits(db, seqs, np.arange(len(seqs)), {"seq": pair_seq, "model": pair_model, "domains": out},
                              cascade.Thresholds(), 2000.0) == []
@@ -459,7 +465,7 @@ def test_hit_records_equal_per_hit_code(captured, th):
         out = {"seq": pair_seq, "model": pair_model}
         index = np.arange(len(seqs))
         theirs += _ref_make_hits(db, seqs, index, dict(out, domains=ref), th, 2000.0)
-        fresh = domains.score_domains(*args)  # records of its own (the flags are set in place)
+        fresh = score_domains(*args)  # records of its own (the flags are set in place)
         ours += cascade.make_hits(db, seqs, index, dict(out, domains=fresh), th, 2000.0)
     _ref_threshold_hits(theirs, th, 2000.0)
     cascade.threshold_hits(ours, th, 2000.0)
@@ -481,9 +487,9 @@ def test_threshold_from_key_columns_equals_per_record(captured, th):
         db, seqs, pair_seq, pair_model = args[:4]
         out = {"seq": pair_seq, "model": pair_model}
         index = np.arange(len(seqs))
-        theirs += cascade.make_hits(db, seqs, index, dict(out, domains=domains.score_domains(*args)), th, 2000.0)
+        theirs += cascade.make_hits(db, seqs, index, dict(out, domains=score_domains(*args)), th, 2000.0)
         k = {}
-        ours += cascade.make_hits(db, seqs, index, dict(out, domains=domains.score_domains(*args)), th, 2000.0, keys=k)
+        ours += cascade.make_hits(db, seqs, index, dict(out, domains=score_domains(*args)), th, 2000.0, keys=k)
         keys.append(k)
     cols = cascade.key_columns(keys)
     assert cols is not None and len(cols["sources"]) == len(calls)
@@ -502,8 +508,8 @@ def test_make_hits_takes_a_list_of_pair_domains(captured, default_db):
     db, seqs, pair_seq, pair_model = args[:4]
     th = cascade.Thresholds(Z=2000)
     out = {"seq": pair_seq, "model": pair_model}
-    a = cascade.make_hits(db, seqs, np.arange(len(seqs)), dict(out, domains=domains.score_domains(*args)), th, 2000.0)
-    b = cascade.make_hits(db, seqs, np.arange(len(seqs)), dict(out, domains=list(domains.score_domains(*args))),
+    a = cascade.make_hits(db, seqs, np.arange(len(seqs)), dict(out, domains=score_domains(*args)), th, 2000.0)
+    b = cascade.make_hits(db, seqs, np.arange(len(seqs)), dict(out, domains=list(score_domains(*args))),
                           th, 2000.0)
     assert len(a) > 100 and [hit_to_dict(h) for h in a] == [hit_to_dict(h) for h in b]
 
@@ -545,10 +551,10 @@ def test_kahan_fsum_segments_equals_rows_with_trailing_zeros():
         tails.append(tail)
         at += n
     ref = _ref_kahan_fsum_rows(rows)
-    got = domains.kahan_fsum_segments(np.concatenate(flat), np.array(starts), np.array(lengths),
-                                      trailing_zeros=np.array(tails))
+    got = kahan_fsum_segments(np.concatenate(flat), np.array(starts), np.array(lengths),
+                              trailing_zeros=np.array(tails))
     assert got.dtype == F32 and np.array_equal(got.view(np.int32), ref.view(np.int32))
-    assert np.array_equal(domains.kahan_fsum_rows(rows).view(np.int32), ref.view(np.int32))
+    assert np.array_equal(kahan_fsum_rows(rows).view(np.int32), ref.view(np.int32))
     # the compensation matters here: plain float sums differ for some rows
     assert any(np.add.accumulate(r, dtype=F32)[-1] != k for r, k in zip(rows, ref))
 
@@ -559,19 +565,19 @@ def test_sequential_fsum_adds_left_to_right():
     values = _messy_floats(rng, int(lengths.sum()))
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     ref = np.array([np.add.accumulate(values[a: a + n], dtype=F32)[-1] for a, n in zip(starts, lengths)], F32)
-    assert np.array_equal(domains.sequential_fsum(values, starts, lengths).view(np.int32), ref.view(np.int32))
+    assert np.array_equal(sequential_fsum(values, starts, lengths).view(np.int32), ref.view(np.int32))
     zero = np.array([F32(0.0) + F32(values[a]) for a in starts], F32)
-    assert np.array_equal(domains.sequential_fsum(values, starts, np.ones_like(lengths), from_zero=True), zero)
+    assert np.array_equal(sequential_fsum(values, starts, np.ones_like(lengths), from_zero=True), zero)
     assert any(np.sum(values[a: a + n], dtype=F32) != r for a, n, r in zip(starts, lengths, ref))  # pairwise differs
 
 
 def test_flogsum_and_null2_odds_vectorised():
     rng = np.random.default_rng(5)
     b = np.concatenate([rng.uniform(-30, 30, 2000), [0.0, -15.7, 15.7, -np.inf, 15.69]]).astype(F32)
-    got = domains.flogsum_f32(F32(0.0), b)
+    got = flogsum_f32(F32(0.0), b)
     assert [float(x) for x in got] == [flogsum(0.0, float(x)) for x in b]
     w = rng.uniform(0.1, 3.0, (50, 20)).astype(F32)
-    rows = domains.null2_odds_rows(w)
+    rows = null2_odds_rows(w)
     assert all(np.array_equal(rows[t], _ref_null2_odds(w[t])) for t in range(len(w)))
 
 
@@ -588,7 +594,7 @@ def test_oa_segments_of_synthetic_traces():
     st = np.concatenate([np.array(t, np.int32) for t in traces])
     lengths = np.array([len(t) for t in traces])
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    ok, z1, z2 = domains._oa_segments(st, starts, starts + lengths)
+    ok, z1, z2 = alignment._oa_segments(st, starts, starts + lengths)
     for t, tr in enumerate(traces):
         tr = np.array(tr)
         b = np.flatnonzero(tr == ST_B)

@@ -1,7 +1,7 @@
 """src/hmmcascade/kernels/domains.cl's device-side parts: region finding in fb_parser, and the scratch layouts.
 
 1. fb_parser's region loop (p7_domaindef_ByPosteriorHeuristics on btot, etot,
-   mocc) must equal :func:`hmmcascade.domains.find_regions` run on the same
+   mocc) must equal :func:`hmmcascade.domaindef.decode.find_regions` run on the same
    float32 posteriors, for every pair: the pairs of the default data that
    reach domain definition, every model against short fragments (L = 1..9),
    and random pairs (mostly without any domain).
@@ -23,7 +23,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, domains
+from hmmcascade import cascade
+from hmmcascade.domaindef import envelopes
+from hmmcascade.domaindef.decode import find_regions
+from hmmcascade.domaindef.engine import DomainEngine
+from hmmcascade.domaindef.records import EnvelopeResults
 from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
 from hmmcascade.io import SequenceSet
 from hmmcascade.profiles import length_params
@@ -55,9 +59,9 @@ def setup(device, default_db, default_seqs):
 
 
 def _engine(casc, device, default_db, lanes, scratch_bytes=None, decode="serial"):
-    eng = domains.DomainEngine(device, casc.models, default_db, scratch_bytes or casc.domains.scratch_bytes,
-                               decode_path=decode)
-    eng.interleave = lanes
+    eng = DomainEngine(device, casc.models, default_db, scratch_bytes or casc.domains.launches.scratch_bytes,
+                       decode_path=decode)
+    eng.launches.interleave = lanes
     return eng
 
 
@@ -69,12 +73,12 @@ def _bits(a):
 def test_device_regions_equal_find_regions(setup, device, default_db, lanes, decode):
     casc, batch, ps, pm, n_passed = setup
     eng = _engine(casc, device, default_db, lanes, decode=decode)
-    regions, nexpected, info, post = eng.decode(batch, ps, pm, posteriors=True)
+    regions, nexpected, info, post = eng.decoder.decode(batch, ps, pm, posteriors=True)
     assert len(regions) == len(post) == len(ps)
     for p in range(len(ps)):
         L = int(batch.seqs.lengths[ps[p]])
         assert post[p].shape == (L + 1, 3)
-        assert regions[p] == domains.find_regions(post[p][:, 0], post[p][:, 1], post[p][:, 2]), p
+        assert regions[p] == find_regions(post[p][:, 0], post[p][:, 1], post[p][:, 2]), p
         assert _bits(nexpected[p]) == _bits(post[p][L, 0])
     found = [r for regs in regions[:n_passed] for r in regs]
     assert len(found) > 300 and sum(r[2] for r in found) > 50  # single- and multi-domain regions
@@ -87,8 +91,8 @@ def test_device_regions_equal_find_regions(setup, device, default_db, lanes, dec
 def test_region_overflow_falls_back_to_host(setup, device, default_db, cap):
     casc, batch, ps, pm, _ = setup
     eng = _engine(casc, device, default_db, 64)
-    ref, ref_n, ref_info, _ = eng.decode(batch, ps, pm)
-    regions, nexpected, info, post = eng.decode(batch, ps, pm, region_cap=cap)
+    ref, ref_n, ref_info, _ = eng.decoder.decode(batch, ps, pm)
+    regions, nexpected, info, post = eng.decoder.decode(batch, ps, pm, region_cap=cap)
     assert post is None
     assert sum(len(r) > cap for r in ref) > 20  # the fallback was exercised
     assert regions == ref
@@ -131,19 +135,19 @@ def test_interleaved_layout_equals_contiguous(setup, device, default_db, budget)
     ps, pm = ps[:n_passed + 200], pm[:n_passed + 200]
     flat = _engine(casc, device, default_db, 1)
     inter = _engine(casc, device, default_db, 64, budget)
-    ra, na, ia, _ = flat.decode(batch, ps, pm)
-    rb, nb, ib, _ = inter.decode(batch, ps, pm)
+    ra, na, ia, _ = flat.decoder.decode(batch, ps, pm)
+    rb, nb, ib, _ = inter.decoder.decode(batch, ps, pm)
     assert ra == rb and np.array_equal(_bits(na), _bits(nb)) and np.array_equal(_bits(ia), _bits(ib))
     s, m, i, length, xfm, multi = _envelope_jobs(flat, batch, ps, pm, ra)
     assert len(s) > 300 and multi.sum() > 50
-    _same_envelopes(flat.envelopes(batch, s, m, i, length, xfm, 1, path="serial"),
-                    inter.envelopes(batch, s, m, i, length, xfm, 1, path="serial"), 1)
-    xm = flat._multihit_xfm(batch.params, s[multi])
+    _same_envelopes(flat.rescorer.envelopes(batch, s, m, i, length, xfm, 1, path="serial"),
+                    inter.rescorer.envelopes(batch, s, m, i, length, xfm, 1, path="serial"), 1)
+    xm = flat.launches.multihit_xfm(batch.params, s[multi])
     args = (batch, s[multi], m[multi], i[multi], length[multi], xm, 0)
-    _same_envelopes(flat.envelopes(*args), inter.envelopes(*args), 0)
+    _same_envelopes(flat.rescorer.envelopes(*args), inter.rescorer.envelopes(*args), 0)
     if budget:  # the plan really split work-groups and launches
-        W = inter._W[m]
-        launches, _ = inter._launches((length + 1) * (6 * W + 24), interleave=True)
+        W = inter.launches.padded_nodes[m]
+        launches, _ = inter.launches.plan_launches((length + 1) * (6 * W + 24), interleave=True)
         assert len(launches) > 10 and min(ls for _, _, ls, _ in launches) < 64
 
 
@@ -154,7 +158,7 @@ def test_launch_plan_has_no_overlaps(device, default_db, setup, interleave):
     need = (rng.integers(1, 4000, 1000) * 4).astype(np.int64)
     need[500:520] = 60_000  # groups that must be split under the budget
     eng = _engine(casc, device, default_db, 16, scratch_bytes=4 * 200_000)
-    launches, off = eng._launches(need, interleave=interleave, extra=np.full(1000, 8))
+    launches, off = eng.launches.plan_launches(need, interleave=interleave, extra=np.full(1000, 8))
     assert launches[0][0] == 0 and launches[-1][1] == 1000
     assert all(a[1] == b[0] for a, b in zip(launches, launches[1:]))
     for j0, j1, ls, floats in launches:
@@ -178,13 +182,13 @@ def test_envelope_forward_only_contract(setup, device, default_db):
     [(Ld+1)][6]: the matrices envelopes(mode=0) returns (node-major table, mode 2)."""
     casc, batch, ps, pm, n_passed = setup
     eng = _engine(casc, device, default_db, 64)
-    regions = eng.decode(batch, ps[:n_passed], pm[:n_passed])[0]
+    regions = eng.decoder.decode(batch, ps[:n_passed], pm[:n_passed])[0]
     s, m, i, length, _, multi = _envelope_jobs(eng, batch, ps, pm, regions)
     s, m, i, length = s[multi][:40], m[multi][:40], i[multi][:40], length[multi][:40]
-    xm = eng._multihit_xfm(batch.params, s)
-    ref = eng.envelopes(batch, s, m, i, length, xm, 0)
+    xm = eng.launches.multihit_xfm(batch.params, s)
+    ref = eng.rescorer.envelopes(batch, s, m, i, length, xm, 0)
     k = len(s)
-    W = eng._W[m]
+    W = eng.launches.padded_nodes[m]
     need = ((length + 1) * (3 * W + 6) + 3) // 4 * 4
     off = np.concatenate([[0], np.cumsum(need)[:-1]]).astype(np.int64)
     dev = device
@@ -192,10 +196,10 @@ def test_envelope_forward_only_contract(setup, device, default_db):
     scr, info = dev.scratch(4 * int(need.sum())), dev.scratch(16 * k)
     zeros = dev.to_device(np.zeros(k, dtype=np.int64))
     mm = casc.models
-    eng.k_env(dev.queue, (k,), None, batch.dsq_packed, batch.seq_off, i32(s), i32(m), i32(i), i32(length),
-              dev.to_device(xm), np.int32(k), np.int32(0), mm.fwd_msc, mm.word_emis_off, mm.fwd_tsc,
-              mm.word_trans_off, mm.model_M, scr, dev.to_device(off), dev.scratch(16), zeros, dev.scratch(16),
-              dev.scratch(16), zeros, info, dev.scratch(16), dev.scratch(16)).wait()
+    eng.rescorer.k_env(dev.queue, (k,), None, batch.dsq_packed, batch.seq_off, i32(s), i32(m), i32(i),
+                       i32(length), dev.to_device(xm), np.int32(k), np.int32(0), mm.fwd_msc, mm.word_emis_off,
+                       mm.fwd_tsc, mm.word_trans_off, mm.model_M, scr, dev.to_device(off), dev.scratch(16), zeros,
+                       dev.scratch(16), dev.scratch(16), zeros, info, dev.scratch(16), dev.scratch(16)).wait()
     flat = dev.from_device(scr, F32, int(need.sum()))
     scores = dev.from_device(info, F32, 4 * k).reshape(k, 4)
     for t in range(k):
@@ -212,7 +216,7 @@ def wg_jobs(setup, device, default_db):
     pairs, the fragments (L = 1..9) whole, and 300 random pairs whole (long envelopes, rescaled rows)."""
     casc, batch, ps, pm, n_passed = setup
     eng = _engine(casc, device, default_db, 1)
-    regions, _, _, _ = eng.decode(batch, ps[:n_passed + 200], pm[:n_passed + 200])
+    regions, _, _, _ = eng.decoder.decode(batch, ps[:n_passed + 200], pm[:n_passed + 200])
     s, m, i, length, xfm, multi = _envelope_jobs(eng, batch, ps, pm, regions)
     rng = np.random.default_rng(11)
     frag = np.flatnonzero(batch.seqs.lengths[ps] < 10)
@@ -223,14 +227,14 @@ def wg_jobs(setup, device, default_db):
     x2 = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(s2), F32), np.zeros(len(s2), F32)], axis=1)
     jobs = (np.concatenate([s, s2]), np.concatenate([m, m2]), np.concatenate([i, np.ones(len(s2), np.int64)]),
             np.concatenate([length, L2]), np.concatenate([xfm, x2]))
-    ref = eng.envelopes(batch, *jobs, 1, path="serial")  # (the reference: a GPU's default is "warp")
+    ref = eng.rescorer.envelopes(batch, *jobs, 1, path="serial")  # (the reference: a GPU's default is "warp")
     assert sum(r is not None for r in ref) > 500 and (jobs[3] == 1).any() and jobs[3].max() > 500
     return casc, batch, jobs, ref
 
 
 def _path_engine(casc, device, default_db, path, budget=None):
     eng = _engine(casc, device, default_db, 1, budget)
-    eng.envelope_path = path
+    eng.rescorer.path = path
     return eng
 
 
@@ -240,7 +244,7 @@ def test_group_envelope_kernel_equals_serial(wg_jobs, device, default_db, budget
     gives envelope's results bit for bit: scores, null2 odds, OA traces and posteriors."""
     casc, batch, jobs, ref = wg_jobs
     eng = _path_engine(casc, device, default_db, "wg", budget)
-    _same_envelopes(ref, eng.envelopes(batch, *jobs, 1), 1)
+    _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
 
 
 def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db, monkeypatch):
@@ -251,12 +255,12 @@ def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db,
     monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: limit))
     eng = _path_engine(casc, device, default_db, "wg")
     calls = []
-    orig = eng.k_env_wg
-    eng.k_env_wg = lambda *a: calls.append(a[1][0]) or orig(*a)
-    _same_envelopes(ref, eng.envelopes(batch, *jobs, 1), 1)
+    orig = eng.rescorer.k_env_wg
+    eng.rescorer.k_env_wg = lambda *a: calls.append(a[1][0]) or orig(*a)
+    _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
     assert calls and (W > int(np.median(W))).any()
     # as arrays (the search's form): the two kernels' parts put back in job order
-    arr, want = eng.envelopes(batch, *jobs, 1, traces=False), domains.EnvelopeResults.from_dicts(ref)
+    arr, want = eng.rescorer.envelopes(batch, *jobs, 1, traces=False), EnvelopeResults.from_dicts(ref)
     for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
         assert np.array_equal(getattr(arr, f), getattr(want, f)), f
     assert all(np.array_equal(a, b) for a, b in zip(arr.cols, want.cols))
@@ -268,10 +272,10 @@ def test_warp_decode_equals_serial(setup, device, default_db):
     parser scores within 1e-5 relative, btot, etot, mocc within 1e-4 (absolute; they are sums of
     posteriors of at most L), the own-scales flag equal."""
     casc, batch, ps, pm, n_passed = setup
-    ra, na, ia, pa = _engine(casc, device, default_db, 64).decode(batch, ps, pm, posteriors=True)
+    ra, na, ia, pa = _engine(casc, device, default_db, 64).decoder.decode(batch, ps, pm, posteriors=True)
     eng = _engine(casc, device, default_db, 64, decode="warp")
-    assert eng.k_parser_warp
-    rb, nb, ib, pb = eng.decode(batch, ps, pm, posteriors=True)
+    assert eng.decoder.k_parser_warp
+    rb, nb, ib, pb = eng.decoder.decode(batch, ps, pm, posteriors=True)
     M = casc.models.db.M[pm]  # every chunk size: registers up to 512 nodes, transitions from memory above
     assert (M <= 512).sum() > 1000 and ((M > 512) & (M <= 1024)).sum() > 10 and (M <= 1024).all()
     assert ra == rb
@@ -315,10 +319,10 @@ def test_warp_envelope_kernel_equals_serial(wg_jobs, device, default_db, monkeyp
     relative: sums of up to 4,500 posteriors), null2 odds within 1.9e-6 relative, posteriors within
     3.2e-6, and 0 of 1,013 OA traces different; the bounds below leave ~5x (traces: 3 near-ties)."""
     casc, batch, jobs, ref = wg_jobs
-    monkeypatch.setattr(domains, "warp_runs", _forced_runs(force))
+    monkeypatch.setattr(envelopes, "warp_runs", _forced_runs(force))
     eng = _path_engine(casc, device, default_db, "warp")
-    calls = _count_launches(eng, "k_env_warp")
-    got = eng.envelopes(batch, *jobs, 1)
+    calls = _count_launches(eng.rescorer, "k_env_warp")
+    got = eng.rescorer.envelopes(batch, *jobs, 1)
     assert sum(n for _, n in calls) == len(ref)  # every envelope on a warp kernel
     used = {c for c, _ in calls}
     assert used == ({c for c in VIT_WARP_C if c >= force} if force else set(VIT_WARP_C))
@@ -343,21 +347,22 @@ def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, defau
     and as arrays.  Here with chunk sizes up to 8 (warp for M <= 256) and a local memory for W <= 512:
     the warp jobs equal a warp-only run's, the others envelope's, bit for bit."""
     casc, batch, jobs, ref = wg_jobs
-    warp_only = _path_engine(casc, device, default_db, "warp").envelopes(batch, *jobs, 1)
-    monkeypatch.setattr(domains, "VIT_WARP_C", (4, 8))
+    warp_only = _path_engine(casc, device, default_db, "warp").rescorer.envelopes(batch, *jobs, 1)
+    monkeypatch.setattr(envelopes, "VIT_WARP_C", (4, 8))
     monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: 4 * (3 * 512 + 8) + 1024))
     eng = _path_engine(casc, device, default_db, "warp")
     M = default_db.M[jobs[1]]
     W = (M + 3) // 4 * 4
     kinds = {"warp": M <= 256, "wg": (M > 256) & (W <= 512), "serial": W > 512}
     assert all(v.sum() > 30 for v in kinds.values())
-    calls = {"warp": _count_launches(eng, "k_env_warp"), "wg": _count_launches(eng, "k_env_wg"),
-             "serial": _count_launches(eng, "k_env", 1)}  # (one job per work-group here: interleave 1)
+    rescorer = eng.rescorer
+    calls = {"warp": _count_launches(rescorer, "k_env_warp"), "wg": _count_launches(rescorer, "k_env_wg"),
+             "serial": _count_launches(rescorer, "k_env", 1)}  # (one job per work-group here: interleave 1)
     want = [w if k else r for w, r, k in zip(warp_only, ref, kinds["warp"].tolist())]
-    _same_envelopes(want, eng.envelopes(batch, *jobs, 1), 1)
+    _same_envelopes(want, eng.rescorer.envelopes(batch, *jobs, 1), 1)
     assert {k: sum(n for _, n in v) for k, v in calls.items()} == {k: int(v.sum()) for k, v in kinds.items()}
     # as arrays (the search's form, lazily as the search asks): the three kernels' parts in job order
-    arr, want = eng.envelopes(batch, *jobs, 1, traces=False, lazy=True)(), domains.EnvelopeResults.from_dicts(want)
+    arr, want = eng.rescorer.envelopes(batch, *jobs, 1, traces=False, lazy=True)(), EnvelopeResults.from_dicts(want)
     for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
         assert np.array_equal(getattr(arr, f), getattr(want, f)), f
     assert all(np.array_equal(a, b) for a, b in zip(arr.cols, want.cols))

@@ -1,4 +1,4 @@
-"""Domain definition (src/hmmcascade/kernels/domains.cl, hmmcascade.domains): hits, domains and alignments as HMMER's.
+"""Domain definition (src/hmmcascade/kernels/domains.cl, hmmcascade.domaindef): hits, domains and alignments as HMMER's.
 
 Oracles: HMMER's own ``tables/PF02826.domtbl`` (hmmsearch of pyhmmer's PF02826
 test model against the HG003687 proteome, both shipped with pyhmmer), and
@@ -13,7 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, compare, domains, io, profiles
+from hmmcascade import cascade, compare, io, profiles
+from hmmcascade.domaindef.alignment import encode_pp
+from hmmcascade.domaindef.decode import find_regions
+from hmmcascade.domaindef.numerics import flogsum
 
 from conftest import DEFAULT_HMMS, DEFAULT_SEQS
 
@@ -115,13 +118,13 @@ def test_default_data_hits_and_domains_equal_pyhmmer(default_search):
 def test_flogsum_matches_exact_within_table_error():
     for a, b in [(0.0, -1.0), (-3.0, 2.5), (0.0, -20.0), (1.0, 1.0), (0.0, -math.inf)]:
         exact = max(a, b) + math.log1p(math.exp(-abs(a - b))) if min(a, b) > -math.inf else max(a, b)
-        assert abs(domains.flogsum(a, b) - exact) < 1e-3
+        assert abs(flogsum(a, b) - exact) < 1e-3
 
 
 def test_encode_pp():
     """p7_alidisplay_EncodePostProb: float p + 0.05 (double) >= 1 is '*'; float 0.95 is just below."""
     p = np.array([0.0, 0.04, 0.05, 0.51, 0.949, 0.95, 0.951, 1.0], dtype=np.float32)
-    assert domains.encode_pp(p) == "001599**"
+    assert encode_pp(p) == "001599**"
 
 
 def test_find_regions_simple_and_multidomain():
@@ -135,12 +138,12 @@ def test_find_regions_simple_and_multidomain():
     b[10] = b[40] = 1.0  # B used before emitting residue 10 (row 9 -> 10) ...
     e[20] = e[50] = 1.0
     btot, etot = np.cumsum(b).astype(np.float32), np.cumsum(e).astype(np.float32)
-    assert domains.find_regions(btot, etot, mocc) == [(10, 20, False), (40, 50, False)]
+    assert find_regions(btot, etot, mocc) == [(10, 20, False), (40, 50, False)]
     mocc2 = np.zeros(L + 1, np.float32)
     mocc2[10:41] = 1.0
     b2 = np.zeros(L + 1, np.float32)
     e2 = np.zeros(L + 1, np.float32)
     b2[10] = e2[40] = 1.0
     b2[26] = e2[25] = 0.5  # half the posterior mass ends at 25 and restarts at 26
-    regions = domains.find_regions(np.cumsum(b2).astype(np.float32), np.cumsum(e2).astype(np.float32), mocc2)
+    regions = find_regions(np.cumsum(b2).astype(np.float32), np.cumsum(e2).astype(np.float32), mocc2)
     assert regions == [(10, 40, True)]

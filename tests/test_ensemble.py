@@ -1,4 +1,4 @@
-"""hmmcascade.ensemble: HMMER's stochastic traceback clustering of multi-domain regions.
+"""hmmcascade.domaindef.ensemble: HMMER's stochastic traceback clustering of multi-domain regions.
 
 1. The random generator against HMMER's own (``pyhmmer.easel.Randomness(seed,
    fast=True)`` is Easel's ``esl_randomness_CreateFast``): identical doubles.
@@ -25,8 +25,9 @@ from conftest import DEFAULT_HMMS, DEFAULT_SEQS, PYHMMER_DATA
 from pyhmmer.easel import Alphabet, Randomness, SequenceFile
 from pyhmmer.plan7 import HMMFile
 
-from hmmcascade import ensemble, profiles
-from hmmcascade.ensemble import (
+from hmmcascade import profiles
+from hmmcascade.domaindef import ensemble
+from hmmcascade.domaindef.ensemble import (
     BM, DD, DM, II, IM, LOOP, MD, MI, MM, MOVE, OC, OE, OJ, ON,
     P7T_B, P7T_C, P7T_D, P7T_E, P7T_I, P7T_J, P7T_M, P7T_N, P7T_S, P7T_T,
     Cluster, EaselRandom, ModelTables, RegionForward, SpEnsemble, Trace,

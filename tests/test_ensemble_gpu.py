@@ -1,6 +1,6 @@
-"""src/hmmcascade/kernels/ensemble.cl (hmmcascade.ensemble_gpu): multi-domain regions on the device, bit for bit.
+"""src/hmmcascade/kernels/ensemble.cl (hmmcascade.domaindef.multidomain): multi-domain regions on the device, bit for bit.
 
-Oracle: :func:`hmmcascade.ensemble.region_trace_ensemble`, which reproduces
+Oracle: :func:`hmmcascade.domaindef.ensemble.region_trace_ensemble`, which reproduces
 HMMER's ``region_trace_ensemble`` exactly (tests/test_ensemble.py checks it
 against pyhmmer).  Every multi-domain region that the pipeline meets in
 
@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from conftest import PYHMMER_DATA
 
-from hmmcascade import cascade, domains, ensemble_gpu, io, profiles
+from hmmcascade import cascade, io, profiles
+from hmmcascade.domaindef import multidomain
 from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
 from hmmcascade.profiles import length_params
 
@@ -49,7 +50,7 @@ class Regions:
         self.engine = cas.domains
         self.batch = DeviceBatch.upload(device, sorted_seqs, length_params(sorted_seqs.lengths, db))
         self.pairs = (out["seq"], out["model"], out["fwd"], out["nullsc"])
-        regions = self.engine.decode(self.batch, out["seq"], out["model"])[0]  # per pair: (i, j, is_multi)
+        regions = self.engine.decoder.decode(self.batch, out["seq"], out["model"])[0]  # per pair: (i, j, is_multi)
         rows = []
         for p, found in enumerate(regions):
             for i, j, multi in found:
@@ -61,10 +62,10 @@ class Regions:
         return len(self.seq)
 
     def run(self, **kw):
-        return ensemble_gpu.region_ensembles(self.engine, self.batch, self.seq, self.model, self.start, self.end, **kw)
+        return self.engine.ensembles.run(self.batch, self.seq, self.model, self.start, self.end, **kw)
 
     def fallbacks(self) -> int:
-        return self.engine.__dict__.get("ensemble_stats", ensemble_gpu.EnsembleStats()).fallbacks
+        return self.engine.ensembles.stats.fallbacks
 
 
 def assert_identical(got, expect):
@@ -109,8 +110,8 @@ def test_kernel_logf_leaves_few_values_to_the_host(default_regions, default_refe
     if not profiles.logf_is_glibc():
         pytest.skip("the C library's logf is not glibc's: every value goes to it")
     sent = []
-    real = ensemble_gpu.logf_array
-    monkeypatch.setattr(ensemble_gpu, "logf_array", lambda v: sent.append(len(v)) or real(v))
+    real = multidomain.logf_array
+    monkeypatch.setattr(multidomain, "logf_array", lambda v: sent.append(len(v)) or real(v))
     got = default_regions.run(backend="device")
     assert_identical(got, default_reference)
     total = sum(len(n2) for n2, _ in got)
@@ -167,7 +168,7 @@ def test_environment_selects_backend(pf02826_regions, monkeypatch):
     """HMMCASCADE_ENSEMBLE=python: all regions on the host (counted as such, not as fallbacks)."""
     regions = pf02826_regions
     monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "python")
-    stats = regions.engine.__dict__.setdefault("ensemble_stats", ensemble_gpu.EnsembleStats())
+    stats = regions.engine.ensembles.stats
     ensemble_s = stats.ensemble_s
     got = regions.run()
     assert stats.ensemble_s == ensemble_s  # the ensemble kernel did not run
@@ -199,18 +200,18 @@ def test_domain_engine_same_with_either_backend(pf02826_regions, monkeypatch):
 def test_argument_checks(pf02826_regions):
     regions = pf02826_regions
     with pytest.raises(ValueError, match="one length"):
-        ensemble_gpu.region_ensembles(regions.engine, regions.batch, regions.seq, regions.model[:-1],
-                                      regions.start, regions.end)
+        regions.engine.ensembles.run(regions.batch, regions.seq, regions.model[:-1],
+                                     regions.start, regions.end)
     with pytest.raises(ValueError, match="outside"):
-        ensemble_gpu.region_ensembles(regions.engine, regions.batch, regions.seq, regions.model,
-                                      regions.start, regions.end + 10_000)
-    assert ensemble_gpu.region_ensembles(regions.engine, regions.batch, [], [], [], []) == []
+        regions.engine.ensembles.run(regions.batch, regions.seq, regions.model,
+                                     regions.start, regions.end + 10_000)
+    assert regions.engine.ensembles.run(regions.batch, [], [], [], []) == []
 
 
 def test_workspace_layout():
     """ensemble_work_ints: segments 8 ints each, node runs 2 (W + 1), histogram max(L, M) + 1,
     clusters 8 each, rounded up to 16 bytes."""
-    need = ensemble_gpu.ensemble_work_ints(np.array([10, 300]), np.array([5, 41]), np.array([2000, 4800]), 32)
+    need = multidomain.ensemble_work_ints(np.array([10, 300]), np.array([5, 41]), np.array([2000, 4800]), 32)
     assert need.tolist() == [16000 + 18 + 11 + 256 + 3, 38400 + 90 + 301 + 256 + 1]
     assert np.all(need % 4 == 0)
 
@@ -228,17 +229,17 @@ def forward_matrices(regions, monkeypatch, path, force=0):
     = ``path``, and the chunk sizes of the warp launches; the host ensembles are skipped."""
     got, used = {}, set()
     monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", path)
-    monkeypatch.setattr(ensemble_gpu, "warp_runs", _forced_runs(force))
-    monkeypatch.setattr(domains, "_map_ensembles", lambda tasks: [(np.zeros(0, np.float32), [])] * len(tasks))
-    for c, kern in list(regions.engine.k_region_fwd_warp.items()):
-        monkeypatch.setitem(regions.engine.k_region_fwd_warp, c,
+    monkeypatch.setattr(multidomain, "warp_runs", _forced_runs(force))
+    monkeypatch.setattr(multidomain, "map_ensembles", lambda tasks: [(np.zeros(0, np.float32), [])] * len(tasks))
+    for c, kern in list(regions.engine.ensembles.k_forward_warp.items()):
+        monkeypatch.setitem(regions.engine.ensembles.k_forward_warp, c,
                             (lambda c, kern: lambda *a: used.add(c) or kern(*a))(c, kern))
-    real = ensemble_gpu._region_forward
+    real = multidomain._region_forward
 
     def capture(F, fx, M):
         got[len(got)] = (F.copy(), fx.copy())
         return real(F, fx, M)
-    monkeypatch.setattr(ensemble_gpu, "_region_forward", capture)
+    monkeypatch.setattr(multidomain, "_region_forward", capture)
     regions.run(backend="python")
     monkeypatch.undo()
     return got, used
@@ -277,8 +278,8 @@ def test_warp_forward_regions_equal_python(default_regions, default_reference, m
     regions = default_regions
     monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", "warp")
     used = set()
-    for c, kern in list(regions.engine.k_region_fwd_warp.items()):
-        monkeypatch.setitem(regions.engine.k_region_fwd_warp, c,
+    for c, kern in list(regions.engine.ensembles.k_forward_warp.items()):
+        monkeypatch.setitem(regions.engine.ensembles.k_forward_warp, c,
                             (lambda c, kern: lambda *a: used.add(c) or kern(*a))(c, kern))
     before = regions.fallbacks()
     got = regions.run(backend="device")

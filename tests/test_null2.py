@@ -2,7 +2,7 @@
 
 1. Random pieces (single-envelope rows looked up per residue, copied values, gaps of zeros),
    rows of up to 6,000 residues (most below 40), up to 500 zeros after a row: the device's
-   corrections and null2 sums equal :func:`hmmcascade.domains.null2_sums_host`'s bit for bit.
+   corrections and null2 sums equal :func:`hmmcascade.domaindef.null2.null2_sums_host`'s bit for bit.
    The values span ten orders of magnitude, so that the order of the additions matters (plain
    left-to-right sums differ from the compensated ones).  Rows whose compensated sum the zeros
    after them move give the host's bits with and without those zeros.
@@ -15,9 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, domains
-from hmmcascade.domains import Null2Pieces, _starts, null2_sums_host, sequential_fsum
-from hmmcascade.null2 import Null2Sums
+from hmmcascade import cascade
+from hmmcascade.domaindef import engine
+from hmmcascade.domaindef.null2 import Null2Pieces, Null2Sums, null2_sums_host
+from hmmcascade.domaindef.numerics import sequential_fsum
+from hmmcascade.domaindef.segments import segment_starts
 from hmmcascade.profiles import KP
 
 F32 = np.float32
@@ -31,7 +33,7 @@ def _random_pieces(rng, npairs=2000) -> Null2Pieces:
     """Pairs with rows of 1..6,000 residues, each row filled by 0-3 pieces with gaps between."""
     residues = rng.integers(0, KP, 100_000).astype(np.uint8)
     row_len = np.where(rng.random(npairs) < 0.01, rng.integers(2000, 6001, npairs), rng.integers(1, 40, npairs))
-    row_start = _starts(row_len)
+    row_start = segment_starts(row_len)
     nlog = 300
     logodds = (rng.standard_normal((nlog, KP)) * 10.0 ** rng.uniform(-6, 4, (nlog, KP))).astype(F32)
     values, row, src, dst, ln, dom_start, dom_len = [], [], [], [], [], [], []
@@ -103,7 +105,7 @@ def test_zeros_after_a_row_move_its_sum(device):
     its compensation (HMMER's sum, the host's and the device's alike)."""
     values = np.concatenate([np.array(r, dtype=F32) for r in MOVED_BY_ZEROS])
     row_len = np.array([len(r) for r in MOVED_BY_ZEROS], dtype=np.int64)
-    start = _starts(row_len)
+    start = segment_starts(row_len)
     z = np.zeros(0, np.int64)
 
     def pieces(tz):
@@ -132,7 +134,7 @@ def test_search_with_host_sums_gives_the_same_records(default_db, default_seqs, 
     same bits of every batch's sums."""
     monkeypatch.setenv("HMMCASCADE_NULL2", "host")
     seen = []
-    monkeypatch.setattr(domains, "null2_sums_host", lambda pc: seen.append(pc) or null2_sums_host(pc))
+    monkeypatch.setattr(engine, "null2_sums_host", lambda pc: seen.append(pc) or null2_sums_host(pc))
     res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000))
     assert seen and sum(len(pc.row) for pc in seen) > 100 and any((pc.row < 0).any() for pc in seen)
     dev = Null2Sums(device)

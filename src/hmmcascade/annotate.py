@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .io import InputError, _check_file, _open_binary
+from .io import InputError, check_input_file, open_input
 from .outfiles import write_text
 from .results import Domain, Hit
 
@@ -95,8 +95,8 @@ def read_pfam_dat(path) -> dict[str, PfamFamily]:
         InputError: (a ValueError) one line naming the file and the line number of the fault.
     """
     path = Path(path)
-    _check_file(path, "Pfam-A.hmm.dat")
-    with _open_binary(path) as fh:
+    check_input_file(path, "Pfam-A.hmm.dat")
+    with open_input(path) as fh:
         text = fh.read().decode("utf-8", errors="replace")
     records: list[dict] = []
     current: dict | None = None

@@ -11,7 +11,7 @@ For every (model, target) pair, as ``hmmsearch`` does::
     Forward  -> P = Exp_surv((fwd - filtersc)/ln2; tau, lambda)          pass if P <= F3
 
 A target that passes all filters goes to domain definition
-(:mod:`hmmcascade.domains`), which gives its domains, alignments and the
+(:mod:`hmmcascade.domaindef`), which gives its domains, alignments and the
 null2-corrected full-sequence score; reporting and inclusion thresholds (E, T,
 model cutoffs; per domain with domZ) apply as in ``p7_Pipeline`` and
 ``p7_tophits_Threshold``.
@@ -36,8 +36,10 @@ from operator import attrgetter
 import numpy as np
 
 from . import stats
-from .device import _COMPLETE, Device
-from .domains import DomainEngine
+from .device import CL_COMPLETE, Device
+from .domaindef.engine import DomainEngine
+from .domaindef.records import DomainSource, PairDomainsBatch
+from .domaindef.segments import segment_ranges
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
 from .io import SequenceSet
 from .profiles import ProfileDB, length_params
@@ -317,15 +319,16 @@ class Cascade:
         """:meth:`run_batch`'s domain stage on :meth:`filter_batch`'s result (``st`` is updated)."""
         batch = out.pop("batch")
         if domains:
-            i0 = len(self.domains.intervals)
-            c0 = dict(self.domains.cells)
+            launches = self.domains.launches  # (their kernel seconds and cells)
+            i0 = len(launches.intervals)
+            c0 = dict(launches.cells)
             t1 = time.perf_counter()
             score = self.domains.run_device(batch, out["seq"], out["model"], out["fwd"], out["nullsc"])
             out["domains"] = score if defer_scoring else score()
-            kern = union_seconds(self.domains.intervals[i0:])  # launches overlap on several queues
+            kern = union_seconds(launches.intervals[i0:])  # launches overlap on several queues
             st.kernel_s["domains"] += kern
             st.pairs["domains"] += len(out["seq"])
-            st.cells["domains"] += sum(self.domains.cells[k] - c0[k] for k in c0)
+            st.cells["domains"] += sum(launches.cells[k] - c0[k] for k in c0)
             st.host_s += time.perf_counter() - t1 - kern
         return out, st
 
@@ -521,7 +524,7 @@ class _MsvRun:
         wait hook: an earlier batch's stages then wait behind at most ``depth`` ranges, and the
         device has work while the host reads and computes); returns how many are."""
         depth = FILL_DEPTH if depth is None else depth
-        self._pending = [e for e in self._pending if e.command_execution_status != _COMPLETE]
+        self._pending = [e for e in self._pending if e.command_execution_status != CL_COMPLETE]
         while len(self._pending) < depth and self._start():
             started = self.started[-1][2]
             if isinstance(started[0], str):
@@ -718,7 +721,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             records.extend(hits)
             keys.append(k)
         total.host_s += host_s[0]
-        total.kernel_s["domains"] += cascade.domains.late_kernel_s  # envelope launches read in the records thread
+        # envelope launches read in the records thread
+        total.kernel_s["domains"] += cascade.domains.launches.late_kernel_s
         tm = time.perf_counter()
         cols = key_columns(keys)
         threshold_hits(records, th, Z, db, flagged=True, cols=cols)
@@ -781,13 +785,11 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
 
     ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
     reporting and inclusion flags are set here, as p7_Pipeline sets them.  ``out["domains"]``
-    is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domains.PairDomainsBatch`, or
+    is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domaindef.records.PairDomainsBatch`, or
     any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
     at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
     sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
     """
-    from .domains import DomainSource, PairDomainsBatch, _ranges
-
     pds = out.get("domains", [])
     if not isinstance(pds, PairDomainsBatch):
         pds = PairDomainsBatch.from_pairs(list(pds))
@@ -841,7 +843,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th
         iali[has], jali[has] = pds.dom["ali_from"][first[has]], pds.dom["ali_to"][first[has]]
         keys.update(model=m, lnP=lnP, score=score64, iali=iali, jali=jali, target=t)
     nd = pds.ndom[P]
-    di = _ranges(pds.dom_start[P], nd)  # the records' domains, in order
+    di = segment_ranges(pds.dom_start[P], nd)  # the records' domains, in order
     if th.cut:
         included = (score[keep] >= cut_seq[keep]).tolist()
         drep = pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
@@ -967,7 +969,7 @@ def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, in
                        domZ: np.ndarray) -> None:
     """:func:`threshold_hits`' domain part on the columns of :func:`make_hits`' keys: E-values and
     flags of every domain as arrays, then the #h74 workaround on them, set in each batch's
-    :class:`~hmmcascade.domains.DomainSource` (``cols["sources"]``: the sources in record order)."""
+    :class:`~hmmcascade.domaindef.records.DomainSource` (``cols["sources"]``: the sources in record order)."""
     nd = cols["nd"]
     dh = np.repeat(np.arange(len(nd)), nd)
     e = cols["dom_exp"] if "dom_exp" in cols else _exp(cols["dom_lnP"])
@@ -979,11 +981,9 @@ def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, in
     else:
         drep, dinc = cols["dom_reported"].copy(), cols["dom_included"].copy()
     # workaround_bug_h74, as threshold_hits, on the domains of the hits with overlaps
-    from .domains import _ranges
-
     over = np.flatnonzero(cols["noverlaps"])
     first = (np.cumsum(nd) - nd)[over]
-    idx = _ranges(first, nd[over])
+    idx = segment_ranges(first, nd[over])
     af, at, sc = (cols[name][idx].tolist() for name in ("dom_ali_from", "dom_ali_to", "dom_score"))
     drop, pos = [], 0
     for a0, k in zip(first.tolist(), nd[over].tolist()):

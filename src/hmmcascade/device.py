@@ -54,7 +54,8 @@ def kernels_dir() -> Traversable:
 NV_PROGRAM_OPTIONS = {"ensemble": ["-cl-nv-maxrregcount=64"]}
 
 
-def _cl():
+def opencl():
+    """The pyopencl module (imported on first use; a :class:`DeviceError` if it is missing)."""
     try:
         import pyopencl as cl
     except ImportError as exc:  # pragma: no cover - dependency of the package
@@ -64,7 +65,7 @@ def _cl():
 
 def list_devices() -> list[tuple[int, int, str, str, bool]]:
     """All OpenCL devices: (platform index, device index, platform, device, is_gpu)."""
-    cl = _cl()
+    cl = opencl()
     out = []
     try:
         platforms = cl.get_platforms()
@@ -86,7 +87,7 @@ _NO_DEVICE_HELP = ("install a GPU driver, or a CPU OpenCL runtime: `pip install 
 
 def _builds(platform_index: int, device_index: int) -> bool:
     """Whether a trivial kernel compiles on the device (some CPU runtimes cannot target new CPUs)."""
-    cl = _cl()
+    cl = opencl()
     try:
         dev = cl.get_platforms()[platform_index].get_devices()[device_index]
         ctx = cl.Context([dev])
@@ -97,7 +98,7 @@ def _builds(platform_index: int, device_index: int) -> bool:
 
 
 def _pick(spec: str):
-    cl = _cl()
+    cl = opencl()
     found = list_devices()
     if not found:
         raise DeviceError(f"no OpenCL device found; {_NO_DEVICE_HELP}")
@@ -171,7 +172,7 @@ class Device:
 
     @property
     def is_gpu(self) -> bool:
-        return bool(self.device.type & _cl().device_type.GPU)
+        return bool(self.device.type & opencl().device_type.GPU)
 
     @property
     def global_mem_bytes(self) -> int:
@@ -209,7 +210,8 @@ class Device:
             return None
         with self._lock:
             if "_side_queue" not in self.__dict__:
-                self._side_queue = _cl().CommandQueue(self.ctx, properties=_cl().command_queue_properties.PROFILING_ENABLE)
+                cl = opencl()
+                self._side_queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
             return self._side_queue
 
     def begin_side(self):
@@ -220,7 +222,7 @@ class Device:
         the side queue): the pool orders a buffer's reuse by the main queue alone."""
         side = self.side_queue
         if side is not None:
-            cl = _cl()
+            cl = opencl()
             cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(self.queue)])
         return side
 
@@ -258,7 +260,7 @@ class Device:
     def build(self, name: str, extra_options: tuple = ()):
         """Build ``hmmcascade/kernels/<name>.cl`` with this device's options plus ``extra_options`` (not cached:
         benchmarks compare variants of a kernel this way)."""
-        cl = _cl()
+        cl = opencl()
         src = _source(name)
         options = ["-cl-std=CL1.2"]
         if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
@@ -312,7 +314,7 @@ class Device:
         2026-11-21: 154 ms behind a kernel of 154 ms, even for 4 KiB), while a write on another
         queue returns at once.  A pooled buffer the main queue may still read is written only
         after the main queue's earlier commands."""
-        cl = _cl()
+        cl = opencl()
         a = np.ascontiguousarray(array)
         if a.nbytes == 0:
             a = np.zeros(1, dtype=a.dtype)
@@ -322,12 +324,12 @@ class Device:
             self._uploads = []
         # a reused buffer: written once the main queue has passed the point where it was freed
         # (usually long ago, so the copy runs at once, beside the kernels)
-        after = [freed] if freed is not None and freed.command_execution_status != _COMPLETE else None
+        after = [freed] if freed is not None and freed.command_execution_status != CL_COMPLETE else None
         ev = cl.enqueue_copy(self._upload_queue, buf, a, is_blocking=False, wait_for=after)
         cl.enqueue_barrier(self.queue, wait_for=[ev])
         # pyopencl's event of a copy from host memory keeps that memory alive and, when dropped
         # before the copy is done, waits for it: kept here until done
-        self._uploads = [e for e in self._uploads if e.command_execution_status != _COMPLETE]
+        self._uploads = [e for e in self._uploads if e.command_execution_status != CL_COMPLETE]
         self._uploads.append(ev)
         return buf
 
@@ -345,8 +347,8 @@ class Device:
     def _take(self, nbytes: int):
         """(buffer of at least ``nbytes`` bytes, None or a marker event) from the pool: a buffer used
         before comes with a marker of the main queue enqueued after its last use."""
-        cl = _cl()
-        size = _size_class(max(int(nbytes), 16))
+        cl = opencl()
+        size = size_class(max(int(nbytes), 16))
         pool = self.__dict__.setdefault("_pool", {})  # size -> free (buffer, marker), oldest first
         lent = self.__dict__.setdefault("_lent", [])
         if lent:
@@ -358,7 +360,7 @@ class Device:
                 marker = cl.enqueue_marker(self.queue)  # after every command that can use them
                 for b in freed:
                     pool.setdefault(int(b.size), []).append((b, marker))
-        for cand in (size, _size_class(size + 1), _size_class(_size_class(size + 1) + 1)):  # up to ~1.5x larger
+        for cand in (size, size_class(size + 1), size_class(size_class(size + 1) + 1)):  # up to ~1.5x larger
             free = pool.get(cand)
             if free:
                 b, marker = free.pop(0)
@@ -376,7 +378,7 @@ class Device:
 
     def local(self, nbytes: int):
         """A ``__local`` kernel argument of ``nbytes`` bytes."""
-        return _cl().LocalMemory(max(int(nbytes), 16))
+        return opencl().LocalMemory(max(int(nbytes), 16))
 
     def from_device(self, buf, dtype, count: int) -> np.ndarray:
         """``count`` values of ``dtype`` from the start of ``buf`` (waits for the queue)."""
@@ -395,7 +397,7 @@ class Device:
         free = pool.setdefault(size, [])
         if free:
             return Pinned(free.pop(), int(nbytes), free)
-        cl = _cl()
+        cl = opencl()
         buf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, size=size)
         # mapped through a queue of its own: on the main queue the map waits for the kernels there
         if "_map_queue" not in self.__dict__:
@@ -410,7 +412,7 @@ class Device:
         not for the launches queued on :attr:`queue` since (they use other buffers)."""
         with self._lock:
             if "_copy_queue" not in self.__dict__:
-                self._copy_queue = _cl().CommandQueue(self.ctx)
+                self._copy_queue = opencl().CommandQueue(self.ctx)
             return self._copy_queue
 
     def read_async(self, buf, dtype, count: int, queue=None, offset: int = 0, keep=(), wait_for=None):
@@ -419,7 +421,7 @@ class Device:
         page-locked memory; returns ``read``: ``read()`` waits and gives an ordinary array (a
         copy; the page-locked memory goes back to the pool).  ``buf`` and the objects in ``keep``
         stay referenced by ``read``."""
-        cl = _cl()
+        cl = opencl()
         nbytes = max(int(count), 0) * np.dtype(dtype).itemsize
         if nbytes == 0:
             return lambda: np.empty(0, dtype=dtype)
@@ -443,7 +445,7 @@ class Device:
         return read
 
 
-def _size_class(n: int) -> int:
+def size_class(n: int) -> int:
     """The pool's size for ``n`` bytes: n rounded up to 4 steps per power of two (at most 25% more)."""
     if n <= 4096:
         return 4096
@@ -459,7 +461,7 @@ def _refs_in_pool() -> int:
 
 
 _POOL_REFS = _refs_in_pool()
-_COMPLETE = 0  # CL_COMPLETE, an event's execution status when done
+CL_COMPLETE = 0  #: an event's execution status when done (OpenCL's CL_COMPLETE)
 
 
 
@@ -494,7 +496,7 @@ def _source(name: str) -> str:
 
 def open_device(spec: str | None = None) -> Device:
     """Open the device named by ``spec`` (see module docs); ``None`` reads ``HMMCASCADE_DEVICE`` or ``auto``."""
-    cl = _cl()
+    cl = opencl()
     spec = spec or os.environ.get("HMMCASCADE_DEVICE") or "auto"
     dev = _pick(spec)
     ctx = cl.Context([dev])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import Device, _cl
+from .device import Device, opencl
 from .io import SequenceSet
 from .profiles import KP, LengthParams, ProfileDB
 
@@ -69,7 +69,8 @@ def warp_runs(words_sorted: np.ndarray):
             start = end
 
 
-def _round_up(n: int, m: int) -> int:
+def round_up(n: int, m: int) -> int:
+    """``n`` rounded up to a multiple of ``m`` (a launch's global size to its work-group size)."""
     return (n + m - 1) // m * m
 
 
@@ -116,7 +117,7 @@ def union_seconds(intervals) -> float:
     return total * 1e-9
 
 
-#: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`_event_seconds`
+#: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`event_seconds`
 #: appends ``(start ns, end ns, last phase marked before it was timed, kernel name)``: the device's
 #: timeline.  The name is ``EVENT_NAMES[event.int_ptr]`` where the profiler fills that dict (it
 #: wraps the kernels), else None.
@@ -125,7 +126,8 @@ EVENT_NAMES: dict | None = None
 _LAST_MARK = threading.local()
 
 
-def _event_seconds(events) -> float:
+def event_seconds(events) -> float:
+    """Seconds the events' commands ran on the device, summed (waits for each; logged to :data:`EVENT_LOG`)."""
     total = 0.0
     for ev in events:
         ev.wait()
@@ -369,9 +371,9 @@ class MsvFilter:
         m = self.models
         if self.path == "tiled":  # msv_tiled2: a pair of models per work-item column
             n_pairs, pair_rows = self._pair_rows(model_lo, model_hi)
-            gsize, pairs = (_round_up(n_seq, LOCAL_SIZE), n_pairs), (pair_rows,)
+            gsize, pairs = (round_up(n_seq, LOCAL_SIZE), n_pairs), (pair_rows,)
         else:  # msv_tiled: a model per column
-            gsize, pairs = (_round_up(n_seq, LOCAL_SIZE), n_mod), ()
+            gsize, pairs = (round_up(n_seq, LOCAL_SIZE), n_mod), ()
         ev = self.kernel(
             self.dev.queue, gsize, (LOCAL_SIZE, 1),
             batch.dsq_grouped4, batch.grp_base, np.int64(batch.grp_words), batch.seq_len, batch.seq_tjb,
@@ -417,14 +419,14 @@ class MsvFilter:
         if isinstance(started[0], str):  # the selection's kernels: their seconds
             if then is not None:
                 then()
-            return None, _event_seconds(started[1])
+            return None, event_seconds(started[1])
         if len(started) == 2:  # computed in start
             if then is not None:
                 then()
             return started
         batch, model_lo, n_mod, n_seq, ev, read = started
         xj = read().reshape(n_mod, n_seq)
-        seconds = _event_seconds([ev])
+        seconds = event_seconds([ev])
         # the pairs to rerun (-2, and the lower bounds: the host's tests take exact scores), found
         # on the flat matrix: a 2-D nonzero is ~10 times slower
         mi, si = np.divmod(np.flatnonzero((xj == -2) | (xj <= MSV_LB_CODE)) if rerun else np.zeros(0, dtype=np.int64),
@@ -465,7 +467,7 @@ class MsvFilter:
             pairs = (self.dev.to_device(pair_seq[small]), self.dev.to_device(pair_model[small]))
             ev = self.enqueue_exact_wg(batch, *pairs, n, res)
             read = self.dev.read_async(res, np.int16, n, keep=pairs)
-            parts.append((np.flatnonzero(small), lambda: (read(), _event_seconds([ev]))))
+            parts.append((np.flatnonzero(small), lambda: (read(), event_seconds([ev]))))
 
         def collect():
             out = np.empty(len(pair_seq), dtype=np.int16)
@@ -493,12 +495,12 @@ class MsvFilter:
             res = self.dev.scratch(2 * n)
             pairs = (self.dev.to_device(pair_seq[start:end]), self.dev.to_device(pair_model[start:end]))
             ev = self.exact(
-                self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
+                self.dev.queue, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
                 batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_tjb, *pairs, np.int32(n),
                 m.msv_cost, m.word_emis_off, m.model_M, m.msv_params, row, res,
             )
             if into is not None:
-                _cl().enqueue_copy(self.dev.queue, into, res, dst_offset=2 * start, byte_count=2 * n)
+                opencl().enqueue_copy(self.dev.queue, into, res, dst_offset=2 * start, byte_count=2 * n)
                 chunks.append((start, end, ev, None))
                 continue
             read = self.dev.read_async(res, np.int16, n, keep=(pairs, row))
@@ -511,7 +513,7 @@ class MsvFilter:
             out = np.empty(len(pair_seq), dtype=np.int16)
             for start, end, ev, res in chunks:
                 out[start:end] = res() if defer else res
-            return out, _event_seconds([c[2] for c in chunks])
+            return out, event_seconds([c[2] for c in chunks])
 
         return collect if defer else collect()
 
@@ -562,7 +564,7 @@ class _PairKernel:
         seconds = 0.0
         for idx, kw, read, ev in started:
             out[idx] = read()
-            sec = _event_seconds([ev])
+            sec = event_seconds([ev])
             log_launch(self._log_name(pair_model[idx], **kw), sec,
                        lambda: self.models.db.M[pair_model[idx]].astype(np.int64) * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
@@ -571,7 +573,7 @@ class _PairKernel:
     def _launch(self, batch, pair_seq, pair_model, out_dtype, **kw):
         """One launch, waited for: its scores and kernel seconds."""
         read, ev = self._start(batch, pair_seq, pair_model, out_dtype, **kw)
-        return read(), _event_seconds([ev])
+        return read(), event_seconds([ev])
 
     def _order(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray) -> np.ndarray:
         """The pairs by model length, then target length: similar pairs side by side in a launch.
@@ -623,7 +625,7 @@ class BiasFilter(_PairKernel):
     def enqueue(self, batch, pair_seq, pair_model, n: int, out):
         """bias_filter on n pairs given as device buffers, scores to the device buffer ``out``."""
         return self.kernel(
-            self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
+            self.dev.queue, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,),
             batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_p1, pair_seq, pair_model, np.int32(n),
             self.models.bias_odds, self.models.model_M, out,
         )
@@ -726,7 +728,7 @@ class ViterbiFilter(_PairKernel):
         common = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xw_move, pair_seq, pair_model,
                   np.int32(n), np.int32(max_Q), *tables)
         if rows is not None:
-            return self.kernel(self.dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *common, rows, out)
+            return self.kernel(self.dev.queue, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *common, rows, out)
         kind = self._kind(max_Q)
         if kind.startswith("warp"):
             return self.warp[int(kind[4:])](self.dev.queue, (n * 32,), (32,), *common, out)
@@ -808,7 +810,7 @@ class ForwardFilter(_PairKernel):
         elif wg:
             ev = self.wg(q, (n * FWD_WG,), (FWD_WG,), *args, self.dev.local(_fwd_wg_local_bytes(max_Q)))
         else:
-            ev = self.kernel(q, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)
+            ev = self.kernel(q, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), *args)
         return self.dev.read_async(out, np.float32, n, queue=q, keep=(rows, pairs)), ev
 
 

@@ -19,7 +19,8 @@ import numpy as np
 from pyhmmer.easel import Alphabet, SequenceFile
 from pyhmmer.plan7 import HMMFile
 
-__all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "read_npz", "MAX_TARGET_LENGTH"]
+__all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "read_npz", "check_input_file", "open_input",
+           "MAX_TARGET_LENGTH"]
 
 #: HMMER's limit for a target sequence in the protein pipeline (p7_Pipeline).
 MAX_TARGET_LENGTH = 100_000
@@ -29,7 +30,8 @@ class InputError(ValueError):
     """A malformed, empty or wrong-alphabet input file."""
 
 
-def _check_file(path: Path, what: str) -> None:
+def check_input_file(path: Path, what: str) -> None:
+    """Raise :class:`InputError` naming ``path`` if it is missing, a folder or empty (``what``: the kind of file)."""
     if not path.exists():
         raise InputError(f"{path}: {what} file not found")
     if path.is_dir():
@@ -38,8 +40,12 @@ def _check_file(path: Path, what: str) -> None:
         raise InputError(f"{path}: {what} file is empty")
 
 
-def _open_binary(path: Path):
-    """The file's bytes, transparently gunzipped (Easel would pipe through an external gzip)."""
+def open_input(path: Path):
+    """The file's bytes, transparently gunzipped, as a binary stream for pyhmmer.
+
+    Never hand Easel a file name instead: Easel gunzips a ``.gz`` name through ``popen("gzip -dc NAME")``,
+    a shell.  The gzip stream is read to its end first, so a cut download fails here, naming the file.
+    """
     with open(path, "rb") as fh:
         magic = fh.read(2)
     if magic != b"\x1f\x8b":
@@ -69,7 +75,7 @@ def read_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
     import zlib
 
     path = Path(path)
-    _check_file(path, what)
+    check_input_file(path, what)
     with open(path, "rb") as fh:
         if fh.read(4) != b"PK\x03\x04":
             raise InputError(f"{path}: not a {what} file (not an .npz archive)")
@@ -117,7 +123,7 @@ def _text_model_count(path: Path) -> int | None:
     Raises :class:`InputError` when the file does not end with a model's ``//`` line: a cut at a line
     end inside a later model would otherwise read as a shorter, complete-looking file.
     """
-    with _open_binary(path) as fh:
+    with open_input(path) as fh:
         first = fh.read(5)
         if first not in (b"HMMER",):
             return None
@@ -143,9 +149,9 @@ def read_hmms(path: str | os.PathLike) -> list:
         InputError: missing, empty, malformed, or not protein models.
     """
     path = Path(path)
-    _check_file(path, "HMM")
+    check_input_file(path, "HMM")
     try:
-        with _open_binary(path) as raw, HMMFile(raw) as fh:
+        with open_input(path) as raw, HMMFile(raw) as fh:
             hmms = list(fh)
     except InputError:
         raise
@@ -240,9 +246,9 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
             a sequence longer than HMMER's 100,000-residue limit; no sequences.
     """
     path = Path(path)
-    _check_file(path, "sequence")
+    check_input_file(path, "sequence")
     try:
-        with _open_binary(path) as raw, SequenceFile(raw) as sf:
+        with open_input(path) as raw, SequenceFile(raw) as sf:
             guessed = sf.guess_alphabet()
     except InputError:
         raise
@@ -255,7 +261,7 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
                          "hmmcascade needs protein sequences")
     names, descs, lengths, chunks = [], [], [], []
     try:
-        with _open_binary(path) as raw, SequenceFile(raw, digital=True, alphabet=Alphabet.amino()) as sf:
+        with open_input(path) as raw, SequenceFile(raw, digital=True, alphabet=Alphabet.amino()) as sf:
             for seq in sf:
                 n = len(seq)
                 name, description = _name_and_description(seq)

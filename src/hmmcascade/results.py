@@ -1,6 +1,6 @@
 """Hit and domain records: what ``hmmsearch`` reports for one (model, target) pair.
 
-Filled by :mod:`hmmcascade.domains` (domain definition on cascade survivors),
+Filled by :mod:`hmmcascade.domaindef` (domain definition on cascade survivors),
 written by :mod:`hmmcascade.output` (tblout, domtblout, alignments) and
 :mod:`hmmcascade.annotate` (pfam_scan table, GFF3).  Coordinates are 1-based
 and inclusive, as in HMMER's tables.  Scores are in bits unless the field

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import Device
-from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, _event_seconds, _round_up
+from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, event_seconds, round_up
 
 __all__ = ["DeviceSelect", "select_enabled"]
 
@@ -122,7 +122,7 @@ class DeviceSelect:
         return msv.path == "exact" or int(msv.models.node_words.max()) <= MSV_WG_QMAX
 
     def _lists(self, cap: int, regions: int) -> _Lists:
-        cap = _round_up(max(int(cap), 1), self.align_elems)
+        cap = round_up(max(int(cap), 1), self.align_elems)
         n = cap * regions
         lists = _Lists(cap, self.dev.scratch(4 * n), self.dev.scratch(4 * n), self.dev.scratch(4 * n),
                        self.dev.scratch(SEL_REGIONS * 4), self.dev.scratch(SEL_REGIONS * 8))
@@ -137,7 +137,7 @@ class DeviceSelect:
         n_pairs = len(self.db) * len(batch.seqs)
         cap = min(n_pairs, max(LIST_MIN, n_pairs // LIST_ROOM))
         reruns = self.dev.scratch(4 * max(n_ranges, 1))
-        self.k_zero(self.dev.queue, (_round_up(max(n_ranges, 1), LOCAL_SIZE),), None, reruns, np.int32(n_ranges))
+        self.k_zero(self.dev.queue, (round_up(max(n_ranges, 1), LOCAL_SIZE),), None, reruns, np.int32(n_ranges))
         msv = self._lists(cap, 1)  # (its room rounded up)
         return BatchSelect(self, batch, msv, self.dev.scratch(msv.cap), self.dev.to_device(lp.nullsc_nats.astype(np.float32)),
                            self.dev.to_device(lp.llogp1_f32.astype(np.float32)),
@@ -229,14 +229,14 @@ class BatchSelect:
         if use_bias:
             ev_b = bias_filter.enqueue(batch, self.msv.seq, self.msv.model, n1, hmm)
         cls, fs = dev.scratch(n1), dev.scratch(4 * n1)
-        sel.k_bias(q, (_round_up(n1, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n1), self.msv.seq, self.msv.model,
+        sel.k_bias(q, (round_up(n1, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n1), self.msv.seq, self.msv.model,
                    self.msv.val, self.msv_lb, hmm, np.int32(1 if use_bias else 0), self.llogp1, self.log1mp1,
                    self.nullsc, sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), np.int32(R),
                    cls, fs)
         self._compact(n1, 0, cls, sel.n_regions + 1, self.msv.seq, self.msv.model, fs, lists)
         counts, cells = self._read_counts(lists)
         if ev_b is not None:
-            info["bias_s"] = _event_seconds([ev_b])
+            info["bias_s"] = event_seconds([ev_b])
         if (counts[:R + 1] > lists.cap).any():
             return False
         if counts[R]:
@@ -256,12 +256,12 @@ class BatchSelect:
         pairs = [b.get_sub_region(4 * off, 4 * n) for b in (lists.seq, lists.model)]
         xj, cls = dev.scratch(2 * n), dev.scratch(n)
         ev = sel.cascade.msv.enqueue_exact_wg(self.batch, *pairs, n, xj)
-        sel.k_rerun_cls(dev.queue, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq,
+        sel.k_rerun_cls(dev.queue, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq,
                         lists.model, lists.val, xj, self.batch.seq_tjb, m.msv_params, np.float32(sel.db.scale_b),
                         sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), cls)
         self._compact(n, off, cls, sel.n_regions, lists.seq, lists.model, lists.val, lists)
         counts_cells = self._read_counts(lists)
-        self.info["reruns"], self.info["rerun_s"] = n, _event_seconds([ev])
+        self.info["reruns"], self.info["rerun_s"] = n, event_seconds([ev])
         return counts_cells
 
     def viterbi_stage(self) -> dict | None:
@@ -279,7 +279,7 @@ class BatchSelect:
             vit_events += self._viterbi_region(lists, r, n, max_Q, wg)
         if vit_events:
             counts, _ = self._read_counts(lists)
-            info["vit_s"] = _event_seconds(vit_events)
+            info["vit_s"] = event_seconds(vit_events)
             if counts[REGION_FWD] > lists.cap:
                 return None
         n_f = int(counts[REGION_FWD])
@@ -322,7 +322,7 @@ class BatchSelect:
         appended to the Forward region."""
         sel, dev, q, m = self.sel, self.sel.dev, self.sel.dev.queue, self.sel.models
         cls = dev.scratch(n)
-        sel.k_vit(q, (_round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq, lists.model,
+        sel.k_vit(q, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq, lists.model,
                   lists.val, xc, self.batch.seq_xw_move, np.float32(m.db.base_w), np.float32(m.db.scale_w),
                   sel.pass_f2_vit, np.int32(REGION_FWD), cls)
         self._compact(n, off, cls, 1, lists.seq, lists.model, lists.val, lists)

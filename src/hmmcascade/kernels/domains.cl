@@ -25,7 +25,7 @@
  * order (ties in the OA traceback's E state, the lane sums of null2), the
  * striped order is reproduced exactly: node k sits in lane (k-1)/Q of
  * vector (k-1)%Q, Q = max(2, ceil(M/4)).  The region decisions repeat the
- * float32 comparisons of hmmcascade.domains.find_regions exactly.
+ * float32 comparisons of hmmcascade.domaindef.decode.find_regions exactly.
  *
  * Work: one work-item per job, four nodes per float4 word (W = 4 ceil(M/4)
  * nodes, tables padded with zeros).  The Backward pass computes each row in
@@ -620,7 +620,7 @@ int oa_trace(__global const float *p, const int ws, const int R, const int W, co
 }
 
 /* The displayed columns of an OA trace of nt entries at the end of its slot tr[0..cap-1]
- * (p7_alidisplay_Create's span, as hmmcascade.domains._oa_segments finds it: z1 = the first M
+ * (p7_alidisplay_Create's span, as hmmcascade.domaindef.alignment finds it: z1 = the first M
  * after the first B, z2 = the last M at or before the first E after z1, or the trace's end),
  * copied to cols[base...] as (state, k, i, posterior bits) at a base taken from the launch's
  * counter.  disp = (base, columns); columns 0 for a trace without B or without M after it. */

@@ -19,7 +19,7 @@
  *                     more; CPUs use one work-item per region, GPUs were checked bit-exact
  *                     against it: benchmarks/ensemble_variants.py.)
  *
- * This is a transcription of src/hmmcascade/ensemble.py, which reproduces
+ * This is a transcription of src/hmmcascade/domaindef/ensemble.py, which reproduces
  * HMMER bit for bit; every float32 and double operation below is the one
  * that module performs, in the same order (the header turns FP_CONTRACT off:
  * no fused multiply-add).  Where the Python module precomputes something
@@ -60,7 +60,7 @@
  *   int2 runs[W + 1]   a domain's emitting nodes, (node, count), nodes decreasing
  *   int  hist[H]   endpoint counts
  *   int  sig[8 * env_cap]   significant clusters (i, j, k, m, prob bits, dominated, -, -)
- * (`ensemble_work_ints` in hmmcascade/ensemble_gpu.py is the same formula.)
+ * (`ensemble_work_ints` in hmmcascade/domaindef/multidomain.py is the same formula.)
  *
  * Output per region: the mean null2 odds ratio of residues ireg..jreg at
  * n2mean + n2_off[r] (float32, before HMMER's logf), and at n2log + n2_off[r]
@@ -95,7 +95,7 @@
 #define STATUS_ANOMALY (-2)
 
 #ifndef ENS_LANES
-#define ENS_LANES 32   /* most work-items per region (REGION_LANES in ensemble_gpu.py) */
+#define ENS_LANES 32   /* most work-items per region (REGION_LANES in domaindef/multidomain.py) */
 #endif
 
 #ifndef ENS_AHEAD

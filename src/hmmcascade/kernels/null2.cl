@@ -13,7 +13,7 @@
  * (the rest of the array is zero: the host fills it before).  Pieces do not overlap.
  *
  * null2_fill   a work-group per piece, its work-items striding over the piece's residues.
- * null2_sums   a work-item per sum, in the host's float order (hmmcascade.domains.sequential_fsum
+ * null2_sums   a work-item per sum, in the host's float order (hmmcascade.domaindef.numerics.sequential_fsum
  *   and kahan_fsum_segments, FP_CONTRACT off; nothing here multiplies):
  *   work-item d < nd: a domain's correction, its segment added left to right from its first value
  *     (segments are not empty);

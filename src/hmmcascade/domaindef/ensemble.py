@@ -61,12 +61,12 @@ from functools import cached_property
 
 import numpy as np
 
-from .profiles import logf_array  # glibc logf, as HMMER
+from ..profiles import length_params, logf_array  # logf_array: glibc logf, as HMMER
 
 __all__ = [
-    "Cluster", "EaselRandom", "ModelTables", "RegionForward", "SegmentPair", "SpEnsemble", "Trace", "TraceDomain",
-    "TraceSampler", "fchoose", "fnorm", "nqf", "null2_by_trace", "region_trace_ensemble", "remove_dominated",
-    "stochastic_trace", "trace_index",
+    "SEED", "Cluster", "EaselRandom", "ModelTables", "RegionForward", "SegmentPair", "SpEnsemble", "Trace",
+    "TraceDomain", "TraceSampler", "fchoose", "fnorm", "nqf", "null2_by_trace", "region_trace_ensemble",
+    "remove_dominated", "stochastic_trace", "trace_index",
 ]
 
 f32 = np.float32
@@ -92,6 +92,7 @@ AMINO_DEGENERACIES = {
     26: tuple(range(K_AMINO)),  # X: any
 }
 
+SEED = 42  #: hmmsearch's --seed default; every multi-domain region reseeds to it (do_reseeding)
 # HMMER's P7_DOMAINDEF defaults (p7_domaindef_Create)
 NSAMPLES = 200
 MIN_OVERLAP = 0.8
@@ -99,8 +100,6 @@ OF_SMALLER = True
 MAX_DIAGDIFF = 4
 MIN_POSTERIOR = 0.25
 MIN_ENDPOINTP = 0.02
-
-
 
 
 def nqf(M: int) -> int:
@@ -150,6 +149,11 @@ class EaselRandom:
     def seed(self) -> int:
         """``esl_randomness_GetSeed``."""
         return self._seed
+
+    @property
+    def state(self) -> int:
+        """The generator's 32-bit state x (the next draw is ``(69069 x + 1) mod 2^32``, over 2^32)."""
+        return self._x
 
     def reinit(self) -> None:
         """``esl_randomness_Init(r, esl_randomness_GetSeed(r))``: back to the first draw."""
@@ -262,8 +266,6 @@ class ModelTables:
     @classmethod
     def from_db(cls, db, m: int, L: int) -> ModelTables:
         """Model ``m`` of a :class:`hmmcascade.profiles.ProfileDB`, length model set for a target of length ``L``."""
-        from hmmcascade.profiles import length_params
-
         lp = length_params(np.array([L]), db)
         move, loop = f32(lp.xf_move_f32[0]), f32(lp.xf_loop_f32[0])
         xf = np.array([db.fwd_xf_e_f32[m], [move, loop], [move, loop], [move, loop]], dtype=f32)

@@ -1,0 +1,114 @@
+"""Domain definition of a batch's Forward survivors: the stages of p7_domaindef in order.
+
+:meth:`DomainEngine.run_device` takes the (model, target) pairs that passed the Forward filter
+and hands each stage's result to the next, as HMMER's p7_domaindef_ByPosteriorHeuristics and
+the end of p7_Pipeline do:
+
+1. :mod:`.decode`: posterior decoding and the regions of every pair;
+2. :mod:`.multidomain`: multi-domain regions resolved into envelopes (and their null2 scores);
+3. :mod:`.envelopes`: every envelope rescored alone, with its optimal-accuracy alignment;
+4. :mod:`.scoring`: null2 corrections, sequence and domain scores, P-values and alignment
+   displays, on the host alone (the search runs it while the device works on the next batch).
+
+The stages share one :class:`~.launches.DomainLaunches` (launch plans, transfers, kernel
+seconds and cells).  Environment variables choose kernel variants: ``HMMCASCADE_DECODE``,
+``HMMCASCADE_ENVELOPE``, ``HMMCASCADE_REGION_FORWARD``, ``HMMCASCADE_ENSEMBLE`` (each stage's
+module) and ``HMMCASCADE_NULL2`` (here: the null2 sums on the "device", the default, or the
+"host"; the same floats).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..device import Device
+from ..filters import DeviceBatch, DeviceModels, mark
+from ..profiles import ProfileDB
+from .decode import PosteriorDecoder
+from .envelopes import EnvelopeRescorer
+from .launches import DomainLaunches
+from .null2 import Null2Sums, null2_sums_host
+from .records import PairDomains, envelope_jobs, flat_regions
+from .multidomain import RegionEnsembles
+from .scoring import score_domains
+from .segments import segment_starts
+
+__all__ = ["DomainEngine"]
+
+F32 = np.float32
+
+
+class DomainEngine:
+    """The domain-definition stages for one DeviceModels: their kernels, and the host logic around them."""
+
+    def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int,
+                 decode_path: str | None = None):
+        self.db = db
+        #: launch plans and transfers of every stage; their kernel seconds, intervals and cells
+        self.launches = DomainLaunches(dev, models, db, scratch_bytes)
+        self.decoder = PosteriorDecoder(self.launches, decode_path)
+        self.ensembles = RegionEnsembles(self.launches)
+        self.rescorer = EnvelopeRescorer(self.launches)
+        #: the null2 sums of the scoring: "device" (hmmcascade/kernels/null2.cl, default) or "host" (numpy);
+        #: the same floats
+        null2_path = (os.environ.get("HMMCASCADE_NULL2") or "device").lower()
+        if null2_path not in ("device", "host"):
+            raise ValueError(f"null2 path (HMMCASCADE_NULL2) must be 'device' or 'host', got {null2_path!r}")
+        self.null2 = Null2Sums(dev) if null2_path == "device" else null2_sums_host
+
+    def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
+            null_nats: np.ndarray) -> list[PairDomains | None]:
+        """Domain definition and scoring of every pair (indices into the batch); None = no domain."""
+        return self.run_device(batch, pair_seq, pair_model, fwd_nats, null_nats)()
+
+    def run_device(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
+                   null_nats: np.ndarray):
+        """:meth:`run`'s device work; returns a function that does the rest (scoring, on the host
+        alone: the search runs it in another thread while the device works on the next batch)."""
+        n = len(pair_seq)
+        if n == 0:
+            return list
+        seqs = batch.seqs
+        # ---- [decode block] regions per pair and the expected number of domains
+        tm = time.perf_counter()
+        regions, nexpected, _, _ = self.decoder.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
+        tm = mark("dom.decode", tm)
+        # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
+        # stochastic trace clustering on the device (hmmcascade/kernels/ensemble.cl, bit-exact with ensemble.py);
+        # regions the kernel flags, or all with HMMCASCADE_ENSEMBLE=python, on the host (workers)
+        nreg, reg = flat_regions(regions)
+        mr = np.flatnonzero(reg[:, 2])  # the multi-domain regions (flat numbers)
+        ensemble_out = {}
+        if len(mr):
+            mp = np.repeat(np.arange(n, dtype=np.int64), nreg)[mr]
+            res = self.ensembles.run(batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
+                                     reg[mr, 0], reg[mr, 1])
+            ensemble_out = dict(zip(zip(mp.tolist(), (mr - segment_starts(nreg)[mp]).tolist()), res))
+        tm = mark("dom.ensemble", tm)
+
+        # ---- [envelope and scoring block]
+        # envelopes in HMMER's order (regions left to right; clusters in order within a region),
+        # rescored alone on the device; then everything after the kernel, vectorised over the batch
+        jobs = envelope_jobs(regions, ensemble_out)
+        env = []
+        if len(jobs):
+            js, jm = pair_seq[jobs.pair], pair_model[jobs.pair]
+            L = seqs.lengths[js].astype(np.int64)
+            pmove = (F32(2.0) / (L.astype(F32) + F32(2.0))).astype(F32)
+            xfm = np.stack([pmove, (F32(1.0) - pmove).astype(F32), np.ones(len(js), F32), np.zeros(len(js), F32)],
+                           axis=1)
+            env = self.rescorer.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False,
+                                          lazy=True)
+        mark("dom.envelopes", tm)
+
+        def score():
+            t0 = time.perf_counter()
+            out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
+                                ensemble_out, jobs, env() if callable(env) else env, null2=self.null2)
+            mark("dom.score", t0)
+            return out
+
+        return score
