@@ -436,6 +436,11 @@ def main(argv=None) -> int:
     except _Terminated:
         print("hmmcascade: terminated", file=sys.stderr)
         return 143
+    except Exception as exc:  # the OpenCL runtime's errors (out of device memory, a lost device): one line too
+        if not type(exc).__module__.startswith("pyopencl"):
+            raise
+        print(f"hmmcascade: error: OpenCL device: {_error_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("hmmcascade: interrupted", file=sys.stderr)
         return 130
