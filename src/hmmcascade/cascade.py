@@ -631,7 +631,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         domains: False stops after the Forward filter (filter benchmarks): no
             domain definition, so no hits are reported.
         options: kernel variants and tunables (:class:`~hmmcascade.options.SearchOptions`;
-            default: every one "auto", the device's default).
+            default: every one "auto", the device's default).  ``inline_ptx`` is a build
+            option of the device: give the same options to :func:`~hmmcascade.device.open_device`.
 
     Returns:
         SearchResult: reportable hits, per-stage statistics, Z.

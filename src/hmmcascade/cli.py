@@ -263,10 +263,10 @@ def cmd_search(args) -> int:
     from .results import save_hits
 
     th = _thresholds(args)
+    options = _search_options(args)
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "hits", "stats"), inputs=[args.hmms, args.seqs])
     families = _read_families(args)
     _, db = _load_models(args.hmms)
-    options = _search_options(args)
     seqs = _load_seqs(args.seqs)
     dev = device.open_device(args.device, options)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
