@@ -232,7 +232,8 @@ def forward_matrices(regions, monkeypatch, path, force=0):
     got, used = {}, set()
     monkeypatch.setattr(regions.engine.ensembles, "forward_path", path)
     monkeypatch.setattr(multidomain, "warp_runs", _forced_runs(force))
-    monkeypatch.setattr(multidomain, "map_ensembles", lambda tasks: [(np.zeros(0, np.float32), [])] * len(tasks))
+    monkeypatch.setattr(multidomain, "map_ensembles",
+                        lambda tasks, workers=0: [(np.zeros(0, np.float32), [])] * len(tasks))
     for c, kern in list(regions.engine.ensembles.k_forward_warp.items()):
         monkeypatch.setitem(regions.engine.ensembles.k_forward_warp, c,
                             (lambda c, kern: lambda *a: used.add(c) or kern(*a))(c, kern))
