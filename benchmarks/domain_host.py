@@ -15,7 +15,7 @@ warm runs.
 
 Example (2,466 Pfam models x 300 proteins, about 1,000 pairs, as 100,000 pairs)::
 
-    HMMCASCADE_WORKERS=1 PYTHONPATH=src python benchmarks/domain_host.py \\
+    PYTHONPATH=src python benchmarks/domain_host.py --workers 1 \\
         --models .devdata/pfam35_dev.hmm.gz --seqs .devdata/proteins_dev.faa.gz --max-seqs 300 \\
         --copies 100 --reference
 """
@@ -37,10 +37,11 @@ from hmmcascade import cascade, device, io, profiles  # noqa: E402
 from hmmcascade.domaindef import engine  # noqa: E402
 from hmmcascade.domaindef.records import envelope_jobs  # noqa: E402
 from hmmcascade.domaindef.scoring import score_domains  # noqa: E402
+from hmmcascade.options import SearchOptions  # noqa: E402
 from hmmcascade.results import hit_to_dict  # noqa: E402
 
 
-def capture(db, seqs, dev, th):
+def capture(db, seqs, dev, th, options=None):
     """Search, keeping each score_domains call's arguments."""
     calls = []
     real = engine.score_domains
@@ -52,7 +53,7 @@ def capture(db, seqs, dev, th):
     engine.score_domains = spy
     try:
         t = time.perf_counter()
-        res = cascade.search(db, seqs, dev, th)
+        res = cascade.search(db, seqs, dev, th, options=options)
         wall = time.perf_counter() - t
     finally:
         engine.score_domains = real
@@ -126,6 +127,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--reference", action="store_true", help="also time the per-domain code and compare records")
     ap.add_argument("--device", default=None)
+    ap.add_argument("--workers", type=int, default=0,
+                    help="host worker processes of the search (SearchOptions.workers; 0: one per CPU)")
     args = ap.parse_args()
 
     hmms = io.read_hmms(args.models)
@@ -138,7 +141,7 @@ def main() -> int:
     dev = device.open_device(args.device)
     Z = float(len(seqs))
     th = cascade.Thresholds(Z=Z)
-    res, calls, wall = capture(db, seqs, dev, th)
+    res, calls, wall = capture(db, seqs, dev, th, SearchOptions(workers=args.workers))
     npairs0 = sum(len(c[2]) for c in calls)
     print(f"search: {len(db)} models x {len(seqs)} targets on {dev.name}: {wall:.1f}s wall, {npairs0} pairs to "
           f"domain definition in {len(calls)} batches, {len(res.records)} records", flush=True)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hmmcascade import cascade, filters  # noqa: E402
 from hmmcascade.domaindef import multidomain  # noqa: E402
-from run_benchmark import add_workload_arguments, open_workload  # noqa: E402
+from run_benchmark import add_workload_arguments, open_workload, workload_options  # noqa: E402
 
 
 def main() -> int:
@@ -73,7 +73,7 @@ def main() -> int:
         return first
 
     multidomain.RegionEnsembles.run = run_variants
-    res = cascade.search(db, seqs, dev)
+    res = cascade.search(db, seqs, dev, options=workload_options(args))
     print(f"device {dev.name}; {len(res.hits)} hits; {regions[0]} multi-domain regions")
     for name, _, lanes in variants:
         print(f"  {name:20s} lanes {lanes or 'auto':>4}  ensemble kernel {secs[name]:7.3f} s  "

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hmmcascade import cascade, filters  # noqa: E402
-from run_benchmark import add_workload_arguments, open_workload  # noqa: E402
+from run_benchmark import add_workload_arguments, open_workload, workload_options  # noqa: E402
 
 
 class ThreadSampler:
@@ -236,7 +236,7 @@ def main() -> int:
 
         cascade.ThreadPoolExecutor = DeferredPool
     if args.warm:
-        cascade.search(db, seqs, dev)
+        cascade.search(db, seqs, dev, options=workload_options(args))
         engines.clear()
         for log in (filters.LAUNCH_LOG, filters.PHASE_LOG, filters.EVENT_LOG):
             log.clear()
@@ -247,7 +247,7 @@ def main() -> int:
         sampler.start()
     else:
         prof.enable()
-    res = cascade.search(db, seqs, dev)
+    res = cascade.search(db, seqs, dev, options=workload_options(args))
     if sampler:
         sampler.stop()
     else:

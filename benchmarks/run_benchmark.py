@@ -58,14 +58,24 @@ def add_workload_arguments(ap) -> None:
     ap.add_argument("--copies", type=int, default=1, help="renamed copies of the proteins (10 = dev-x10)")
     ap.add_argument("--max-models", type=int, default=0, help="use only the first N models (0 = all)")
     ap.add_argument("--device", default=None)
+    ap.add_argument("--kernel-options", default="", metavar="KEY=VALUE[,KEY=VALUE]",
+                    help="the search's SearchOptions (hmmcascade.options), as hmmcascade search --kernel-options")
+
+
+def workload_options(args):
+    """The :class:`~hmmcascade.options.SearchOptions` of ``--kernel-options``."""
+    from hmmcascade.options import SearchOptions
+
+    return SearchOptions.parse(args.kernel_options)
 
 
 def open_workload(args):
     """``(pressed models, sequences, device)`` for :func:`add_workload_arguments`' options, every
-    program built."""
+    program built (the device as ``--kernel-options`` say: inline PTX; the search takes
+    :func:`workload_options`)."""
     hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
     db = profiles.press(hmms)
-    dev = device.open_device(args.device)
+    dev = device.open_device(args.device, workload_options(args))
     for name in PROGRAMS:
         dev.program(name)
     return db, seqs, dev
@@ -102,7 +112,8 @@ def main() -> int:
     db = profiles.press(hmms)
     t_press = time.perf_counter() - t
 
-    dev = device.open_device(args.device)
+    options = workload_options(args)
+    dev = device.open_device(args.device, options)
     t = time.perf_counter()
     for name in PROGRAMS:
         dev.program(name)
@@ -118,7 +129,7 @@ def main() -> int:
           f"({seqs.total_residues} residues); kernels built in {t_build:.2f}s", flush=True)
 
     t = time.perf_counter()
-    res = cascade.search(db, seqs, dev, domains=not args.filters_only)
+    res = cascade.search(db, seqs, dev, domains=not args.filters_only, options=options)
     if args.filters_only:
         args.skip_pyhmmer = True
     t_ours = time.perf_counter() - t

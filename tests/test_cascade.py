@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hmmcascade import cascade, profiles, stats
+from hmmcascade.options import SearchOptions
 
 
 @pytest.mark.parametrize("F1", [0.02, 1e-4, 1.0])
@@ -99,7 +100,6 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
     monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
     monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
     monkeypatch.setattr(cascade, "FILTER_THREAD", filter_thread)
-    monkeypatch.setenv("HMMCASCADE_SELECT", select)
     monkeypatch.setattr(cascade, "BEGUN_AHEAD", 2 if msv_path else 1)  # the hook's ranges from one or two batches
     if msv_path:
         monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
@@ -120,7 +120,7 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
     real_filter = cascade.Cascade.filter_batch
     monkeypatch.setattr(cascade.Cascade, "filter_batch",
                         lambda self, *a, **k: threads.add(threading.get_ident()) or real_filter(self, *a, **k))
-    res = cascade.search(default_db, default_seqs, device)
+    res = cascade.search(default_db, default_seqs, device, options=SearchOptions(select=select))
     assert len(cuts[0]) >= 5
     assert (sum(filled) > 0) == (filter_thread == 0) and device.wait_hook is None
     assert (threading.get_ident() in threads) == (filter_thread == 0) and len(threads) == 1
@@ -148,12 +148,11 @@ def test_search_order_from_batch_keys_is_hit_order(default_db, default_seqs, dev
     assert flags == [(h.reported, h.included, h.evalue) for h in res.records]
 
 
-def test_search_with_a_side_queue_gives_the_same_records(default_db, default_seqs, device, default_search, monkeypatch):
+def test_search_with_a_side_queue_gives_the_same_records(default_db, default_seqs, device, default_search):
     """The longest models' launches on the device's side queue (on by default on GPUs, forced
     here on any device) change no record."""
-    monkeypatch.setenv("HMMCASCADE_SIDE_QUEUE", "1")
     assert device.side_queue is not None
-    res = cascade.search(default_db, default_seqs, device)
+    res = cascade.search(default_db, default_seqs, device, options=SearchOptions(side_queue="on"))
 
     def rows(r):
         return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,

@@ -81,23 +81,21 @@ class _FakeNvidia:
         self.platform = type("Platform", (), {"name": platform})()
 
 
-def test_ptx_options_by_compute_capability(monkeypatch):
+def test_ptx_options_by_compute_capability():
     """Inline PTX by NVIDIA compute capability: shuffles from sm_70, redux.sync from sm_80, packed
-    16-bit add/max (msv_tiled2) from sm_90; none on other platforms or with HMMCASCADE_NO_PTX=1."""
+    16-bit add/max (msv_tiled2) from sm_90; none on other platforms or with inline_ptx off."""
     from hmmcascade.device import Device
 
-    def opts(major, platform="NVIDIA CUDA"):
-        return Device(ctx=None, queue=None, device=_FakeNvidia(major, platform)).ptx_options()
+    def opts(major, platform="NVIDIA CUDA", inline_ptx=True):
+        return Device(ctx=None, queue=None, device=_FakeNvidia(major, platform), inline_ptx=inline_ptx).ptx_options()
 
-    monkeypatch.delenv("HMMCASCADE_NO_PTX", raising=False)
     assert opts(6) == []
     assert opts(7) == ["-DHMMC_PTX_SHFL=1"]
     assert opts(8) == ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1"]
     assert opts(9) == ["-DHMMC_PTX_SHFL=1", "-DHMMC_PTX_REDUX=1", "-DHMMC_PTX_S16X2=1"]
     assert opts(10)[-1] == "-DHMMC_PTX_S16X2=1"
     assert opts(9, "Portable Computing Language") == []
-    monkeypatch.setenv("HMMCASCADE_NO_PTX", "1")
-    assert opts(9) == []
+    assert opts(9, inline_ptx=False) == []
 
 
 def test_device_layouts_equal_the_host_layouts(device, default_db):

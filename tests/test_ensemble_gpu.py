@@ -26,6 +26,7 @@ from conftest import PYHMMER_DATA
 from hmmcascade import cascade, io, profiles
 from hmmcascade.domaindef import multidomain
 from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
+from hmmcascade.options import SearchOptions
 from hmmcascade.profiles import length_params
 
 PF02826 = PYHMMER_DATA / "hmms" / "txt" / "PF02826.hmm"
@@ -164,18 +165,19 @@ def test_overflow_falls_back_to_python(default_regions, default_reference):
     assert regions.fallbacks() - before == len(regions)
 
 
-def test_environment_selects_backend(pf02826_regions, monkeypatch):
-    """HMMCASCADE_ENSEMBLE=python: all regions on the host (counted as such, not as fallbacks)."""
+def test_options_select_backend(pf02826_regions, monkeypatch):
+    """The option ensemble="python": all regions on the host (counted as such, not as fallbacks)."""
     regions = pf02826_regions
-    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "python")
+    monkeypatch.setattr(regions.engine.ensembles, "backend", SearchOptions(ensemble="python").ensemble)
     stats = regions.engine.ensembles.stats
     ensemble_s = stats.ensemble_s
     got = regions.run()
     assert stats.ensemble_s == ensemble_s  # the ensemble kernel did not run
     assert_identical(got, regions.run(backend="device"))
-    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "cuda")
     with pytest.raises(ValueError, match="backend"):
-        regions.run()
+        SearchOptions(ensemble="cuda")
+    with pytest.raises(ValueError, match="backend"):
+        regions.run(backend="cuda")
 
 
 def test_domain_engine_same_with_either_backend(pf02826_regions, monkeypatch):
@@ -190,9 +192,9 @@ def test_domain_engine_same_with_either_backend(pf02826_regions, monkeypatch):
                                          [(d.env_from, d.env_to, d.score, d.bias) for d in pd.domains])
                 for pd in pds]
 
-    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "device")
+    monkeypatch.setattr(regions.engine.ensembles, "backend", "device")
     dev_out = run()
-    monkeypatch.setenv("HMMCASCADE_ENSEMBLE", "python")
+    monkeypatch.setattr(regions.engine.ensembles, "backend", "python")
     assert run() == dev_out
     assert sum(1 for x in dev_out if x is not None and x[1] > 0) >= 3
 
@@ -225,12 +227,13 @@ def _forced_runs(force):
 
 
 def forward_matrices(regions, monkeypatch, path, force=0):
-    """The regions' Forward matrices (F and fx as the kernels wrote them) from HMMCASCADE_REGION_FORWARD
+    """The regions' Forward matrices (F and fx as the kernels wrote them) from the option region_forward
     = ``path``, and the chunk sizes of the warp launches; the host ensembles are skipped."""
     got, used = {}, set()
-    monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", path)
+    monkeypatch.setattr(regions.engine.ensembles, "forward_path", path)
     monkeypatch.setattr(multidomain, "warp_runs", _forced_runs(force))
-    monkeypatch.setattr(multidomain, "map_ensembles", lambda tasks: [(np.zeros(0, np.float32), [])] * len(tasks))
+    monkeypatch.setattr(multidomain, "map_ensembles",
+                        lambda tasks, workers=0: [(np.zeros(0, np.float32), [])] * len(tasks))
     for c, kern in list(regions.engine.ensembles.k_forward_warp.items()):
         monkeypatch.setitem(regions.engine.ensembles.k_forward_warp, c,
                             (lambda c, kern: lambda *a: used.add(c) or kern(*a))(c, kern))
@@ -271,12 +274,12 @@ def test_warp_forward_matrices_equal_serial(default_regions, monkeypatch, force)
 
 
 def test_warp_forward_regions_equal_python(default_regions, default_reference, monkeypatch):
-    """HMMCASCADE_REGION_FORWARD=warp: the device ensembles equal ensemble.py's on the same (warp)
+    """region_forward="warp": the device ensembles equal ensemble.py's on the same (warp)
     matrices bit for bit, with no host fallback; against the serial matrices' results (default_reference)
     a region may differ where a float rounding changes a random draw's choice (measured on PoCL,
     2026-11-22: 0 of 118 regions' envelopes, 1 region's null2 scores)."""
     regions = default_regions
-    monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", "warp")
+    monkeypatch.setattr(regions.engine.ensembles, "forward_path", "warp")
     used = set()
     for c, kern in list(regions.engine.ensembles.k_forward_warp.items()):
         monkeypatch.setitem(regions.engine.ensembles.k_forward_warp, c,
@@ -292,7 +295,9 @@ def test_warp_forward_regions_equal_python(default_regions, default_reference, m
     assert envs_differ <= 3
 
 
-def test_environment_selects_forward_path(pf02826_regions, monkeypatch):
-    monkeypatch.setenv("HMMCASCADE_REGION_FORWARD", "cuda")
-    with pytest.raises(ValueError, match="HMMCASCADE_REGION_FORWARD"):
+def test_options_select_forward_path(pf02826_regions, monkeypatch):
+    with pytest.raises(ValueError, match="option region_forward"):
+        SearchOptions(region_forward="cuda")
+    monkeypatch.setattr(pf02826_regions.engine.ensembles, "forward_path", "cuda")
+    with pytest.raises(ValueError, match="option region_forward"):
         pf02826_regions.run()

@@ -16,6 +16,7 @@ from pyhmmer.easel import Alphabet, DigitalSequence
 from pyhmmer.plan7 import Background, Profile
 
 from hmmcascade import cascade, filters, profiles, stats
+from hmmcascade.options import SearchOptions
 
 AMINO = Alphabet.amino()
 
@@ -255,11 +256,14 @@ def test_tiled2_pair_cache_is_bounded(msv_sample, device):
     assert msv.dev.from_device(buf, np.int32, 2 * n_pairs).reshape(-1, 2)[-1, 1] == -1
 
 
-def test_msv_path_choice(tiled_pair, monkeypatch):
-    """``path`` (or ``$HMMCASCADE_MSV``) picks the tiled kernel; an unknown name is an error."""
+def test_msv_path_choice(tiled_pair):
+    """``path`` (or the options' ``msv``) picks the tiled kernel; an unknown name is an error; "tiled1"
+    (msv_tiled, kept to compare with) is a constructor argument, no search option."""
     one, two, _, _ = tiled_pair
     assert two.kernel.function_name == "msv_tiled2" and one.kernel.function_name == "msv_tiled"
-    monkeypatch.setenv("HMMCASCADE_MSV", "tiled1")
-    assert filters.MsvFilter(one.dev, one.models, 1 << 20).path == "tiled1"
+    assert filters.MsvFilter(one.dev, one.models, 1 << 20, path="tiled1").path == "tiled1"
+    assert filters.MsvFilter(one.dev, one.models, 1 << 20, options=SearchOptions(msv="tiled")).path == "tiled"
+    with pytest.raises(ValueError, match="MSV path"):
+        SearchOptions(msv="tiled1")
     with pytest.raises(ValueError, match="MSV path"):
         filters.MsvFilter(one.dev, one.models, 1 << 20, path="tiled3")

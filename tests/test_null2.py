@@ -20,6 +20,7 @@ from hmmcascade.domaindef import engine
 from hmmcascade.domaindef.null2 import Null2Pieces, Null2Sums, null2_sums_host
 from hmmcascade.domaindef.numerics import sequential_fsum
 from hmmcascade.domaindef.segments import segment_starts
+from hmmcascade.options import SearchOptions
 from hmmcascade.profiles import KP
 
 F32 = np.float32
@@ -130,12 +131,12 @@ def test_empty_pieces(device):
 
 
 def test_search_with_host_sums_gives_the_same_records(default_db, default_seqs, device, default_search, monkeypatch):
-    """HMMCASCADE_NULL2=host (numpy) against the default (device) search: the same records, the
+    """null2="host" (numpy) against the default (device) search: the same records, the
     same bits of every batch's sums."""
-    monkeypatch.setenv("HMMCASCADE_NULL2", "host")
     seen = []
     monkeypatch.setattr(engine, "null2_sums_host", lambda pc: seen.append(pc) or null2_sums_host(pc))
-    res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000))
+    res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000),
+                         options=SearchOptions(null2="host"))
     assert seen and sum(len(pc.row) for pc in seen) > 100 and any((pc.row < 0).any() for pc in seen)
     dev = Null2Sums(device)
     for pc in seen:

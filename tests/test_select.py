@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from functools import partial
 
 import pytest
 
 from hmmcascade import cascade, select
+from hmmcascade.options import SearchOptions
 
 
 def _search(db, seqs, device, th, mode, monkeypatch):
-    monkeypatch.setenv("HMMCASCADE_SELECT", mode)
-    res = cascade.search(db, seqs, device, th)
+    res = cascade.search(db, seqs, device, th, options=SearchOptions(select=mode))
     rows = [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
              [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in res.records]
     counts = {k: getattr(res.stats, k) for k in ("past_msv", "past_bias", "past_vit", "past_fwd")}
@@ -79,9 +78,8 @@ def test_overflowing_lists_fall_back_to_the_host(default_db, default_seqs, devic
     assert _search(default_db, seqs, device, th, "device", monkeypatch) == host and calls
 
 
-def test_select_mode_from_environment(device, monkeypatch):
-    monkeypatch.setenv("HMMCASCADE_SELECT", "host")
-    assert not select.select_enabled(device)
-    monkeypatch.setenv("HMMCASCADE_SELECT", "device")
-    assert select.select_enabled(device) == ("cl_khr_fp64" in device.device.extensions)
-    assert os.environ["HMMCASCADE_SELECT"] == "device"
+def test_select_mode_from_options(device):
+    assert not select.select_enabled(device, SearchOptions(select="host").select)
+    assert select.select_enabled(device, SearchOptions(select="device").select) == \
+        ("cl_khr_fp64" in device.device.extensions)
+    assert select.select_enabled(device) == ("cl_khr_fp64" in device.device.extensions)  # "auto"

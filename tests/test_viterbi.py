@@ -23,6 +23,7 @@ from conftest import BEST_HITS, PYHMMER_DATA, concat, sorted_by_length
 from hmmcascade import cascade, filters, profiles, stats
 from hmmcascade import io as hio
 from hmmcascade.io import SequenceSet
+from hmmcascade.options import SearchOptions
 
 WORD_NEG_INF = -32768
 WORD_MAX = 32767
@@ -219,7 +220,7 @@ def wg_sample(msv_sample):
 
 @pytest.fixture(scope="module")
 def wg_run(wg_sample, device):
-    """Every pair of the sample, shuffled, through ViterbiFilter with $HMMCASCADE_VITERBI = serial, then wg.
+    """Every pair of the sample, shuffled, through ViterbiFilter with the option viterbi = serial, then wg.
 
     Returns (db, batch, models, pair_seq, pair_model, {path: words}, {path: launch log})."""
     db, seqs = wg_sample
@@ -233,9 +234,8 @@ def wg_run(wg_sample, device):
     words, logs = {}, {}
     for path in ("serial", "wg", "warp"):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("HMMCASCADE_VITERBI", path)
             mp.setattr(filters, "LAUNCH_LOG", [])
-            vf = filters.ViterbiFilter(device, models, 1 << 20)
+            vf = filters.ViterbiFilter(device, models, 1 << 20, options=SearchOptions(viterbi=path))
             assert vf.path == path
             words[path], _ = vf(batch, pair_seq, pair_model)
             logs[path] = filters.LAUNCH_LOG
@@ -243,7 +243,7 @@ def wg_run(wg_sample, device):
 
 
 def test_group_kernel_equals_serial_kernel(wg_run):
-    """HMMCASCADE_VITERBI=wg (viterbi_wg on every pair) and =warp (viterbi_warp<C> on the models of
+    """viterbi=wg (viterbi_wg on every pair) and =warp (viterbi_warp<C> on the models of
     up to 1,024 nodes, viterbi_wg on longer ones) give =serial's (viterbi_filter's) words, exactly.
 
     Both exits are compared: overflow (32767) and C(L), the empty target's -32768
@@ -293,21 +293,20 @@ def test_models_over_the_bound_take_the_serial_kernel(wg_run, device):
     assert 0 < n_wg < len(pair_seq)
 
 
-def test_viterbi_path_choice(wg_run, device, monkeypatch):
-    """$HMMCASCADE_VITERBI picks the kernel (default: warp on GPUs, serial on CPUs); others are refused."""
+def test_viterbi_path_choice(wg_run, device):
+    """The options' ``viterbi`` picks the kernel (default: warp on GPUs, serial on CPUs); others are refused."""
     models = wg_run[2]
-    monkeypatch.delenv("HMMCASCADE_VITERBI", raising=False)
     assert filters.ViterbiFilter(device, models, 1 << 20).path == ("warp" if device.is_gpu else "serial")
-    monkeypatch.setenv("HMMCASCADE_VITERBI", "WG")
-    vf = filters.ViterbiFilter(device, models, 1 << 20)
+    vf = filters.ViterbiFilter(device, models, 1 << 20, options=SearchOptions(viterbi="WG"))
     assert vf.path == "wg" and vf.wg_qmax == min(filters.VIT_WG_QMAX, (device.local_mem_bytes - 1024) // 48)
     assert vf.warp_qmax == 0
     assert filters.ViterbiFilter(device, models, 1 << 20, path="serial").wg_qmax == 0
     vf = filters.ViterbiFilter(device, models, 1 << 20, path="warp")
     assert vf.warp_qmax == 8 * max(filters.VIT_WARP_C) and vf.wg_qmax == min(filters.VIT_WG_QMAX, (device.local_mem_bytes - 1024) // 48)
-    monkeypatch.setenv("HMMCASCADE_VITERBI", "fast")
-    with pytest.raises(ValueError, match="HMMCASCADE_VITERBI"):
-        filters.ViterbiFilter(device, models, 1 << 20)
+    with pytest.raises(ValueError, match="option viterbi"):
+        filters.ViterbiFilter(device, models, 1 << 20, options=SearchOptions(viterbi="fast"))
+    with pytest.raises(ValueError, match="option viterbi"):
+        filters.ViterbiFilter(device, models, 1 << 20, path="fast")
 
 
 #: Pairs passing each filter, per model, printed by HMMER 3.3.2 (Debian's /usr/bin/hmmsearch):

@@ -42,6 +42,7 @@ from .domaindef.records import DomainSource, PairDomainsBatch
 from .domaindef.segments import segment_ranges
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
 from .io import SequenceSet
+from .options import SearchOptions
 from .profiles import ProfileDB, length_params
 from .results import Hit, gc_paused
 
@@ -210,19 +211,22 @@ def _taper_once(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> 
 class Cascade:
     """The device kernels for one model database, reusable across sequence batches."""
 
-    def __init__(self, dev: Device, db: ProfileDB, *, scratch_bytes: int | None = None):
+    def __init__(self, dev: Device, db: ProfileDB, *, scratch_bytes: int | None = None,
+                 options: SearchOptions | None = None):
         self.dev, self.db = dev, db
+        #: the kernel variants and tunables, resolved for the device
+        self.options = opts = (options or SearchOptions()).resolved(dev.is_gpu)
         budget = scratch_bytes or min(dev.max_alloc_bytes // 2, 512 << 20)
         self.models = DeviceModels(dev, db)
-        self.msv = MsvFilter(dev, self.models, budget)
+        self.msv = MsvFilter(dev, self.models, budget, options=opts)
         self.bias = BiasFilter(dev, self.models, budget)
-        self.viterbi = ViterbiFilter(dev, self.models, budget)
-        self.forward = ForwardFilter(dev, self.models, budget)
+        self.viterbi = ViterbiFilter(dev, self.models, budget, options=opts)
+        self.forward = ForwardFilter(dev, self.models, budget, options=opts)
         # the domain stage's envelope matrices are large: on a GPU give it room for enough jobs
         # per launch to fill the device (up to 1/8 of its memory, at most 8 GiB)
         dom_budget = budget if (scratch_bytes or not dev.is_gpu) else \
             max(budget, min(dev.max_alloc_bytes, dev.global_mem_bytes // 8, 8 << 30))
-        self.domains = DomainEngine(dev, self.models, db, dom_budget)
+        self.domains = DomainEngine(dev, self.models, db, dom_budget, options=opts)
 
     def begin_batch(self, seqs: SequenceSet, th: Thresholds) -> "_Begun":
         """A batch's host preparation and upload; its MSV launches are ready to start (they start
@@ -251,7 +255,8 @@ class Cascade:
             pc = self.__dict__.setdefault("_pass_bits", {})
             arrays = (_pass_bits(pc, stats.gumbel_surv, ev, 0, th.F1), _pass_bits(pc, stats.gumbel_surv, ev, 0, th.F2),
                       _pass_bits(pc, stats.gumbel_surv, ev, 2, th.F2))
-            ok = th.F1 < 1.0 and th.F2 < 1.0 and DeviceSelect.usable(self.dev, self.msv, arrays)
+            ok = th.F1 < 1.0 and th.F2 < 1.0 and DeviceSelect.usable(self.dev, self.msv, arrays,
+                                                                          self.options.select)
             cache[key] = DeviceSelect(self.dev, self, *arrays) if ok else None
         return cache[key]
 
@@ -608,7 +613,8 @@ def check_cutoffs(db: ProfileDB, cut: str) -> None:
 
 def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
            batch_cells: int | None = None, batch_seqs: int = 262144, progress=None,
-           scratch_bytes: int | None = None, domains: bool = True) -> SearchResult:
+           scratch_bytes: int | None = None, domains: bool = True,
+           options: SearchOptions | None = None) -> SearchResult:
     """Search every model of ``db`` against every sequence of ``seqs``.
 
     Arguments:
@@ -624,6 +630,9 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             largest allocation, at most 512 MiB).
         domains: False stops after the Forward filter (filter benchmarks): no
             domain definition, so no hits are reported.
+        options: kernel variants and tunables (:class:`~hmmcascade.options.SearchOptions`;
+            default: every one "auto", the device's default).  ``inline_ptx`` is a build
+            option of the device: give the same options to :func:`~hmmcascade.device.open_device`.
 
     Returns:
         SearchResult: reportable hits, per-stage statistics, Z.
@@ -634,7 +643,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     t_start = time.perf_counter()
     Z = float(th.Z) if th.Z else float(len(seqs))
     total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
-    cascade = Cascade(dev, db, scratch_bytes=scratch_bytes)
+    cascade = Cascade(dev, db, scratch_bytes=scratch_bytes, options=options)
     mark("init", t_start)
     batch_cells = batch_cells or min(256 << 20, max(dev.global_mem_bytes // 64, 1 << 20))
     order = np.argsort(seqs.lengths, kind="stable")

@@ -93,7 +93,7 @@ OPTION_RANGES = {
     "--incdomE": ("incdomE", "x>0"), "--incdomT": ("incdomT", "real"),
     "-Z": ("Z", "x>0"), "--domZ": ("domZ", "x>0"),
     "--F1": ("F1", "0<x<=1"), "--F2": ("F2", "0<x<=1"), "--F3": ("F3", "0<x<=1"),
-    "--cpus": ("cpus", "n>=0"), "--batches": ("batches", "n>=1"),
+    "--cpus": ("cpus", "n>=0"), "--cpu": ("cpu", "n>=0"), "--batches": ("batches", "n>=1"),
     "--require-recall": ("require_recall", "0<=x<=1"),
 }
 
@@ -126,6 +126,21 @@ def _thresholds(args) -> Thresholds:
     return Thresholds(F1=args.F1, F2=args.F2, F3=args.F3, bias_filter=not args.nobias, max_mode=args.max,
                       E=args.E, T=args.T, cut=cut, Z=_search_space(args), domE=args.domE, domT=args.domT,
                       incE=args.incE, incT=args.incT, incdomE=args.incdomE, incdomT=args.incdomT, domZ=args.domZ)
+
+
+def _search_options(args):
+    """The search's :class:`~hmmcascade.options.SearchOptions`, made once: ``$HMMCASCADE_OPTIONS``
+    (the debug override), then ``--kernel-options``, then ``--cpu``."""
+    from dataclasses import replace
+
+    from .options import SearchOptions
+
+    options = SearchOptions.from_env()
+    if args.kernel_options:
+        options = SearchOptions.parse(args.kernel_options, base=options)
+    if args.cpu is not None:  # hmmsearch's --cpu 0: no workers, all in the main process
+        options = replace(options, workers=max(args.cpu, 1))
+    return options
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -248,13 +263,15 @@ def cmd_search(args) -> int:
     from .results import save_hits
 
     th = _thresholds(args)
+    options = _search_options(args)
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "hits", "stats"), inputs=[args.hmms, args.seqs])
     families = _read_families(args)
     _, db = _load_models(args.hmms)
     seqs = _load_seqs(args.seqs)
-    dev = device.open_device(args.device)
+    dev = device.open_device(args.device, options)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
-    res = cascade.search(db, seqs, dev, th, progress=progress_printer() if not args.quiet else None)
+    res = cascade.search(db, seqs, dev, th, progress=progress_printer() if not args.quiet else None,
+                         options=options)
     stats = res.stats.as_dict()
     with outputs:
         _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families)
@@ -358,6 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_outputs(s)
     s.add_argument("--device", default=None, help="auto (default), gpu, cpu, P:D, or a name substring")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.add_argument("--cpu", type=int, default=None,
+                   help="host worker processes for the domain work left to the host (default: one per CPU; "
+                        "0: none, in this process)")
+    s.add_argument("--kernel-options", metavar="KEY=VALUE[,KEY=VALUE]", default=None,
+                   help="expert: kernel variants and tunables (hmmcascade.options.SearchOptions: msv, viterbi, "
+                        "forward, forward_wg_cells, decode, envelope, region_forward, ensemble, null2, select, "
+                        "side_queue, inline_ptx, workers; each 'auto' by default); over $HMMCASCADE_OPTIONS")
     _add_thresholds(s)
     s.set_defaults(func=cmd_search)
 

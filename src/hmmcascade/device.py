@@ -3,8 +3,7 @@
 Device choice: ``auto`` takes the first GPU of any platform, else the first
 CPU device (PoCL when installed through ``pocl-binary-distribution``);
 ``PLATFORM:DEVICE`` indices or a case-insensitive substring of the device or
-platform name pick one explicitly.  The environment variable
-``HMMCASCADE_DEVICE`` sets the default.
+platform name pick one explicitly (``hmmcascade search --device``).
 
 Programs are built once per (context, kernel file) in this process; pyopencl
 caches the binaries on disk keyed by source, options, device and driver.  The
@@ -14,7 +13,6 @@ kernel files are the package data ``hmmcascade/kernels/`` (:func:`kernels_dir`).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
 import threading
@@ -26,6 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from .options import SearchOptions
+
     try:
         from importlib.resources.abc import Traversable
     except ImportError:  # Python 3.10
@@ -149,6 +149,9 @@ class Device:
     ctx: object
     queue: object
     device: object
+    #: build with inline PTX where the device has it (NVIDIA); False: portable OpenCL
+    #: (SearchOptions.inline_ptx, given to :func:`open_device`)
+    inline_ptx: bool = True
     _lock: object = field(default_factory=threading.RLock, repr=False, compare=False)
 
     _wait_hook = None
@@ -198,16 +201,13 @@ class Device:
     @property
     def side_queue(self):
         """A second in-order queue for the launches that keep a few work-groups busy for long (the
-        longest models' warps and work-groups), or None (CPU devices, unless ``HMMCASCADE_SIDE_QUEUE=1``;
-        none with ``HMMCASCADE_SIDE_QUEUE=0``).
+        longest models' warps and work-groups), made on first use.  The stages use it where the
+        search's options say so (``SearchOptions.side_queue``: by default on GPUs, not on CPUs).
 
         Kernels of two queues run at once on NVIDIA's OpenCL when neither writes what the other
         uses (benchmarks/opencl_queues.py, H200, 2026-11-22: two 50 ms kernels reading one table
         overlap fully), so the main queue's launches fill the device around such a launch instead
         of waiting behind it.  Use :meth:`begin_side` before each side launch."""
-        want = os.environ.get("HMMCASCADE_SIDE_QUEUE", "")
-        if want == "0" or (want != "1" and not self.is_gpu):
-            return None
         with self._lock:
             if "_side_queue" not in self.__dict__:
                 cl = opencl()
@@ -216,14 +216,13 @@ class Device:
 
     def begin_side(self):
         """The side queue, made to wait for everything queued on the main queue so far (the uploads
-        and pool buffers a launch takes are ordered by the main queue); None when there is none.
+        and pool buffers a launch takes are ordered by the main queue).
 
         The buffers a side launch uses must stay referenced until it is known done (read back on
         the side queue): the pool orders a buffer's reuse by the main queue alone."""
         side = self.side_queue
-        if side is not None:
-            cl = opencl()
-            cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(self.queue)])
+        cl = opencl()
+        cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(self.queue)])
         return side
 
     @_locked
@@ -274,12 +273,12 @@ class Device:
             raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
 
     def ptx_options(self) -> list[str]:
-        """Build macros enabling inline PTX on NVIDIA devices (``HMMCASCADE_NO_PTX=1``: portable code).
+        """Build macros enabling inline PTX on NVIDIA devices (none with :attr:`inline_ptx` False: portable code).
 
         HMMC_PTX_SHFL: warp shuffles (shfl.sync, sm_30+ with PTX 6); HMMC_PTX_REDUX: also
         redux.sync (sm_80+); HMMC_PTX_S16X2: also packed 16-bit add/max/min (add.s16x2,
         max.s16x2, min.s16x2: sm_90+, PTX ISA 8.0), for msv_tiled2."""
-        if os.environ.get("HMMCASCADE_NO_PTX") or not self.is_nvidia:
+        if not self.inline_ptx or not self.is_nvidia:
             return []
         try:
             major = int(self.device.compute_capability_major_nv)
@@ -494,11 +493,12 @@ def _source(name: str) -> str:
     return f"/* hmmcascade {name} {digest} */\n{text}"
 
 
-def open_device(spec: str | None = None) -> Device:
-    """Open the device named by ``spec`` (see module docs); ``None`` reads ``HMMCASCADE_DEVICE`` or ``auto``."""
+def open_device(spec: str | None = None, options: SearchOptions | None = None) -> Device:
+    """Open the device named by ``spec`` (see module docs; ``None``: ``auto``), built as ``options``
+    say (their ``inline_ptx``; the other options are the search's, :func:`hmmcascade.cascade.search`)."""
     cl = opencl()
-    spec = spec or os.environ.get("HMMCASCADE_DEVICE") or "auto"
-    dev = _pick(spec)
+    dev = _pick(spec or "auto")
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    return Device(ctx=ctx, queue=queue, device=dev)
+    inline_ptx = options is None or options.inline_ptx != "off"
+    return Device(ctx=ctx, queue=queue, device=dev, inline_ptx=inline_ptx)

@@ -10,7 +10,6 @@ measured with OpenCL profiling events.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import numpy as np
 
 from .device import Device, opencl
 from .io import SequenceSet
+from .options import SearchOptions, choose
 from .profiles import KP, LengthParams, ProfileDB
 
 __all__ = ["DeviceModels", "DeviceBatch", "MsvFilter", "BiasFilter", "ViterbiFilter", "ForwardFilter", "warp_runs"]
@@ -29,9 +29,9 @@ LOCAL_SIZE = 64
 MSV_LB_CODE = -256
 #: msv_exact_wg: work-items per pair, and the longest model (in 4-node words) its local rows hold.
 MSV_WG, MSV_WG_QMAX = 32, 1024
-#: forward_wg: work-items per pair, and the pairs (cells M L at least) that take it instead of forward_filter:
-#: one work-item per pair runs ~0.1 us per cell, so a pair of 2^18 cells alone keeps a launch for ~25 ms
-FWD_WG, FWD_WG_CELLS = 32, 1 << 18
+#: forward_wg: work-items per pair (the pairs that take it instead of forward_filter: at least
+#: SearchOptions.forward_wg_cells cells M L, on GPUs by default options.FWD_WG_CELLS)
+FWD_WG = 32
 #: viterbi_wg: work-items per pair, and the longest model (in 4-node words) its local rows
 #: hold: 6 rows of short4 words, 48 bytes per word, 48,000 bytes at the bound (NVIDIA's
 #: OpenCL allows 48 KiB of local memory per work-group).
@@ -46,14 +46,16 @@ VIT_WG_CLASSES = (128, 256, 512)
 #: memory where used (their registers would not fit).
 VIT_WARP_C = (4, 8, 12, 16, 24, 32)
 #: launches of the warp kernels with at least this many nodes per lane, and of the work-group and
-#: serial kernels (longer models), go to the device's side queue (Device.side_queue) where it has one
+#: serial kernels (longer models), go to the device's side queue (Device.side_queue) where the
+#: options use one (SearchOptions.side_queue)
 SIDE_WARP_C = 24
 
 
-def on_side_queue(dev: Device, c: int) -> bool:
+def on_side_queue(side_queue: bool, c: int) -> bool:
     """Whether a launch of a warp kernel with ``c`` nodes per lane (0: a work-group or serial
-    kernel, for longer models) goes to the device's side queue (:data:`SIDE_WARP_C`)."""
-    return dev.side_queue is not None and (c == 0 or c >= SIDE_WARP_C)
+    kernel, for longer models) goes to the device's side queue (:data:`SIDE_WARP_C`), where the
+    stage uses one (``side_queue``: its resolved ``SearchOptions.side_queue == "on"``)."""
+    return side_queue and (c == 0 or c >= SIDE_WARP_C)
 
 
 def warp_runs(words_sorted: np.ndarray):
@@ -301,16 +303,17 @@ class MsvFilter:
     when it does not, writing -2 or a lower bound, see msv.cl); ``msv_exact_wg`` (``msv_exact`` for
     the longest models) reruns the others, HMMER's way.  ``path``: "tiled" (``msv_tiled2``; default on GPUs), "tiled1" (``msv_tiled``, one
     model per work-item: the same words, kept to compare with) or "exact" (``msv_exact`` on every
-    pair; default on CPUs); ``$HMMCASCADE_MSV`` sets the default.
+    pair; default on CPUs); default ``options.msv`` (:class:`~hmmcascade.options.SearchOptions`).
+    "tiled1" is no search option: tests and benchmarks compare the two tiled kernels with it.
     """
 
-    def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int, path: str | None = None):
+    def __init__(self, dev: Device, models: DeviceModels, scratch_bytes: int, path: str | None = None, *,
+                 options: SearchOptions | None = None):
         self.dev, self.models = dev, models
-        #: CPU OpenCL runs the tiled kernels' private rows and local-memory gathers poorly, the
-        #: exact kernel several times faster: "exact" there
-        self.path = (path or os.environ.get("HMMCASCADE_MSV") or ("tiled" if dev.is_gpu else "exact")).lower()
-        if self.path not in ("tiled", "tiled1", "exact"):
-            raise ValueError(f"MSV path (HMMCASCADE_MSV) must be 'tiled', 'tiled1' or 'exact', got {self.path!r}")
+        if path is not None and path.lower() == "tiled1":
+            self.path = "tiled1"
+        else:
+            self.path = choose("msv", path or (options or SearchOptions()).msv, dev.is_gpu)
         self.kernel = dev.kernel("msv", "msv_tiled2" if self.path == "tiled" else "msv_tiled")
         self.exact = dev.kernel("msv", "msv_exact")
         self.exact_wg = dev.kernel("msv", "msv_exact_wg")
@@ -644,16 +647,14 @@ class ViterbiFilter(_PairKernel):
       ``viterbi_filter`` (a work-item per pair, rows in global scratch) for the others;
     - "serial" (default on CPUs): ``viterbi_filter`` for every pair.
 
-    ``$HMMCASCADE_VITERBI`` sets the default.
+    Default: ``options.viterbi`` (:class:`~hmmcascade.options.SearchOptions`).
     """
 
     row_bytes = 3 * 2  # viterbi_filter, per node: M, I, D words (rows padded to 4 nodes)
 
-    def __init__(self, dev, models, scratch_bytes, path: str | None = None):
+    def __init__(self, dev, models, scratch_bytes, path: str | None = None, *, options: SearchOptions | None = None):
         super().__init__(dev, models, scratch_bytes)
-        self.path = (path or os.environ.get("HMMCASCADE_VITERBI") or ("warp" if dev.is_gpu else "serial")).lower()
-        if self.path not in ("warp", "wg", "serial"):
-            raise ValueError(f"Viterbi path (HMMCASCADE_VITERBI) must be 'warp', 'wg' or 'serial', got {self.path!r}")
+        self.path = choose("viterbi", path or (options or SearchOptions()).viterbi, dev.is_gpu)
         self.kernel = dev.kernel("viterbi", "viterbi_filter")
         self.wg = dev.kernel("viterbi", "viterbi_wg")
         #: longest model (words) for viterbi_wg; 0: none.  Its D->D scan is exact only for
@@ -741,23 +742,24 @@ class ForwardFilter(_PairKernel):
     registers; models of up to ``32 * max(VIT_WARP_C)`` nodes) where ``path`` is "warp" (default
     on GPUs), else ``forward_filter`` (a work-item per pair) and, for the largest pairs on GPUs,
     ``forward_wg`` (a work-group per pair; forward_filter's scores bit for bit).  ``path``
-    "serial" (default on CPUs): no forward_warp.  ``$HMMCASCADE_FORWARD`` sets the default.
+    "serial" (default on CPUs): no forward_warp.  Defaults: ``options.forward``, ``options.forward_wg_cells``
+    and ``options.side_queue`` (:class:`~hmmcascade.options.SearchOptions`).
     forward_warp sums in another order: its scores agree with the others' to float rounding."""
 
     row_bytes = 3 * 4
 
-    def __init__(self, dev, models, scratch_bytes, wg_cells: int | None = None, path: str | None = None):
+    def __init__(self, dev, models, scratch_bytes, wg_cells: int | None = None, path: str | None = None, *,
+                 options: SearchOptions | None = None):
         super().__init__(dev, models, scratch_bytes)
+        opts = (options or SearchOptions()).resolved(dev.is_gpu)
         self.kernel = dev.kernel("forward", "forward_filter")
         self.wg = dev.kernel("forward", "forward_wg")
         #: pairs of at least this many cells (M L) go to forward_wg (a work-group each; same
-        #: scores); default FWD_WG_CELLS on GPUs, none on CPUs; $HMMCASCADE_FORWARD_WG_CELLS sets it
-        env = os.environ.get("HMMCASCADE_FORWARD_WG_CELLS")
-        self.wg_cells = int(wg_cells if wg_cells is not None else env if env else
-                            (FWD_WG_CELLS if dev.is_gpu else 0))
-        self.path = (path or os.environ.get("HMMCASCADE_FORWARD") or ("warp" if dev.is_gpu else "serial")).lower()
-        if self.path not in ("warp", "serial"):
-            raise ValueError(f"Forward path (HMMCASCADE_FORWARD) must be 'warp' or 'serial', got {self.path!r}")
+        #: scores); default options.forward_wg_cells (FWD_WG_CELLS on GPUs, none on CPUs)
+        self.wg_cells = int(wg_cells if wg_cells is not None else opts.forward_wg_cells)
+        self.path = choose("forward", path or opts.forward, dev.is_gpu)
+        #: the longest models' launches on the device's side queue
+        self.side_queue = opts.side_queue == "on"
         #: longest model (words) for forward_warp<C>; 0: none
         self.warp_qmax = 8 * max(VIT_WARP_C) if self.path == "warp" else 0
         self.warp = {c: dev.kernel("forward", f"forward_warp{c}") for c in VIT_WARP_C} if self.warp_qmax else {}
@@ -786,7 +788,7 @@ class ForwardFilter(_PairKernel):
             order = b[np.argsort(cells[b], kind="stable")]  # forward_wg starts the largest first
             plan += [(order[lo:hi], {"wg": True}) for lo, hi in self._chunks(pair_model[order])]
         # the side queue's launches (_start) first: they run beside the rest
-        plan.sort(key=lambda p: not on_side_queue(self.dev, p[1].get("warp", 0)))
+        plan.sort(key=lambda p: not on_side_queue(self.side_queue, p[1].get("warp", 0)))
         return self.run(batch, pair_seq, pair_model, np.float32, plan=plan)
 
     def _log_name(self, pair_model, wg: bool = False, warp: int = 0) -> str:
@@ -804,7 +806,7 @@ class ForwardFilter(_PairKernel):
         args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf, *pairs, np.int32(n), np.int32(max_Q),
                 m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out)
         # the longest models' launches (few warps or work-groups, each long) on the side queue
-        q = self.dev.begin_side() if on_side_queue(self.dev, warp) else self.dev.queue
+        q = self.dev.begin_side() if on_side_queue(self.side_queue, warp) else self.dev.queue
         if warp:
             ev = self.warp[warp](q, (n * 32,), (32,), *args)
         elif wg:

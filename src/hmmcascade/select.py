@@ -28,13 +28,13 @@ its room, the search redoes the batch with the host's tests (:meth:`Cascade.run_
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from .device import Device
 from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, event_seconds, round_up
+from .options import choose
 
 __all__ = ["DeviceSelect", "select_enabled"]
 
@@ -48,9 +48,10 @@ LIST_ROOM, LIST_MIN = 4, 1 << 20
 EXACT_LIST_GROUPS = 4096
 
 
-def select_enabled(dev: Device) -> bool:
-    """Whether the device can run the tests (doubles) and ``$HMMCASCADE_SELECT`` is not "host"."""
-    if (os.environ.get("HMMCASCADE_SELECT") or "device").lower() == "host":
+def select_enabled(dev: Device, mode: str | None = None) -> bool:
+    """Whether the device can run the tests (doubles) and ``mode`` (the options' ``select``:
+    "device", "host" or "auto"/None) is not "host"."""
+    if choose("select", mode, dev.is_gpu) == "host":
         return False
     return "cl_khr_fp64" in dev.device.extensions
 
@@ -112,10 +113,11 @@ class DeviceSelect:
         self.align_elems = max(1, align // 4)  # a region of int/float elements starts aligned
 
     @staticmethod
-    def usable(dev: Device, msv, pass_arrays) -> bool:
-        """Whether the tests can run here: doubles, thresholds without NaN, and (for the tiled MSV
-        kernel's reruns) every model within msv_exact_wg's rows."""
-        if not select_enabled(dev):
+    def usable(dev: Device, msv, pass_arrays, mode: str | None = None) -> bool:
+        """Whether the tests can run here: ``mode`` (the options' ``select``) not "host", doubles,
+        thresholds without NaN, and (for the tiled MSV kernel's reruns) every model within
+        msv_exact_wg's rows."""
+        if not select_enabled(dev, mode):
             return False
         if any(np.isnan(np.asarray(a)).any() for a in pass_arrays):
             return False

@@ -18,12 +18,11 @@ btot, etot, mocc; fb_parser_warp's values agree with fb_parser's to float roundi
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..device import opencl
 from ..filters import VIT_WARP_C, DeviceBatch, event_seconds, log_launch, on_side_queue, round_up, warp_runs
+from ..options import choose
 from .launches import DomainLaunches
 
 __all__ = ["PosteriorDecoder", "find_regions"]
@@ -77,9 +76,11 @@ class PosteriorDecoder:
         #: posterior decoding: "warp" (fb_parser_warp<C>, a warp per pair, for models of up to
         #: 32 * max(VIT_WARP_C) nodes, fb_parser for longer ones; default on GPUs) or "serial"
         #: (fb_parser, a work-item per pair; default on CPUs).  Values agree to float rounding.
-        self.path = (path or os.environ.get("HMMCASCADE_DECODE") or ("warp" if dev.is_gpu else "serial")).lower()
-        if self.path not in ("warp", "serial"):
-            raise ValueError(f"decode path (HMMCASCADE_DECODE) must be 'warp' or 'serial', got {self.path!r}")
+        #: Default: the options' ``decode`` (:class:`~hmmcascade.options.SearchOptions`).
+        opts = launches.options
+        self.path = choose("decode", path or opts.decode, dev.is_gpu)
+        #: the longest models' launches on the device's side queue
+        self.side_queue = opts.side_queue == "on"
         self.k_parser_warp = ({c: dev.kernel("domains", f"fb_parser_warp{c}") for c in VIT_WARP_C}
                               if self.path == "warp" else {})
 
@@ -116,7 +117,7 @@ class PosteriorDecoder:
         seg_c = {a: c for a, _, c in segments}  # (launch log names)
         # the longest models' segments on the side queue where there is one, started first, so that
         # they run beside the others' launches (each side launch has a scratch of its own)
-        segments.sort(key=lambda sg: not on_side_queue(self.dev, sg[2]))
+        segments.sort(key=lambda sg: not on_side_queue(self.side_queue, sg[2]))
         queues = self.dev.queues()
         nq = len(queues)
         budget = self.launches.launch_budget(nq)
@@ -152,7 +153,7 @@ class PosteriorDecoder:
 
         side_pending = []  # the side queue's launches, read when the main queue's are
         for a, b, c in segments:
-            sd = on_side_queue(self.dev, c)
+            sd = on_side_queue(self.side_queue, c)
             Lseg = L[order[a:b]]
             if c:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)

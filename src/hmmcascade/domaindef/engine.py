@@ -11,21 +11,21 @@ the end of p7_Pipeline do:
    displays, on the host alone (the search runs it while the device works on the next batch).
 
 The stages share one :class:`~.launches.DomainLaunches` (launch plans, transfers, kernel
-seconds and cells).  Environment variables choose kernel variants: ``HMMCASCADE_DECODE``,
-``HMMCASCADE_ENVELOPE``, ``HMMCASCADE_REGION_FORWARD``, ``HMMCASCADE_ENSEMBLE`` (each stage's
-module) and ``HMMCASCADE_NULL2`` (here: the null2 sums on the "device", the default, or the
-"host"; the same floats).
+seconds and cells) and the search's :class:`~hmmcascade.options.SearchOptions`, whose fields
+choose the kernel variants: ``decode``, ``envelope``, ``region_forward``, ``ensemble``,
+``workers`` (each stage's module) and ``null2`` (here: the null2 sums on the "device", the
+default, or the "host"; the same floats).
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 
 from ..device import Device
 from ..filters import DeviceBatch, DeviceModels, mark
+from ..options import SearchOptions
 from ..profiles import ProfileDB
 from .decode import PosteriorDecoder
 from .envelopes import EnvelopeRescorer
@@ -45,19 +45,17 @@ class DomainEngine:
     """The domain-definition stages for one DeviceModels: their kernels, and the host logic around them."""
 
     def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int,
-                 decode_path: str | None = None):
+                 decode_path: str | None = None, *, options: SearchOptions | None = None):
         self.db = db
-        #: launch plans and transfers of every stage; their kernel seconds, intervals and cells
-        self.launches = DomainLaunches(dev, models, db, scratch_bytes)
+        #: launch plans and transfers of every stage; their kernel seconds, intervals and cells;
+        #: the options, resolved for the device
+        self.launches = DomainLaunches(dev, models, db, scratch_bytes, options)
         self.decoder = PosteriorDecoder(self.launches, decode_path)
         self.ensembles = RegionEnsembles(self.launches)
         self.rescorer = EnvelopeRescorer(self.launches)
         #: the null2 sums of the scoring: "device" (hmmcascade/kernels/null2.cl, default) or "host" (numpy);
         #: the same floats
-        null2_path = (os.environ.get("HMMCASCADE_NULL2") or "device").lower()
-        if null2_path not in ("device", "host"):
-            raise ValueError(f"null2 path (HMMCASCADE_NULL2) must be 'device' or 'host', got {null2_path!r}")
-        self.null2 = Null2Sums(dev) if null2_path == "device" else null2_sums_host
+        self.null2 = Null2Sums(dev) if self.launches.options.null2 == "device" else null2_sums_host
 
     def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
             null_nats: np.ndarray) -> list[PairDomains | None]:
@@ -78,7 +76,7 @@ class DomainEngine:
         tm = mark("dom.decode", tm)
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
         # stochastic trace clustering on the device (hmmcascade/kernels/ensemble.cl, bit-exact with ensemble.py);
-        # regions the kernel flags, or all with HMMCASCADE_ENSEMBLE=python, on the host (workers)
+        # regions the kernel flags, or all with the option ensemble="python", on the host (workers)
         nreg, reg = flat_regions(regions)
         mr = np.flatnonzero(reg[:, 2])  # the multi-domain regions (flat numbers)
         ensemble_out = {}

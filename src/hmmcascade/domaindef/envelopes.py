@@ -19,7 +19,6 @@ overflowed or the traceback failed (HMMER: eslERANGE, the domain is skipped).
 
 from __future__ import annotations
 
-import os
 from functools import partial
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from ..device import opencl
 from ..filters import (VIT_WARP_C, DeviceBatch, event_seconds, log_launch, on_side_queue, round_up, union_seconds,
                        warp_runs)
+from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
 
@@ -59,10 +59,11 @@ class EnvelopeRescorer:
         #: up to 32 * max(VIT_WARP_C) nodes, envelope_wg for longer ones; default on GPUs), "wg"
         #: (envelope_wg, a work-group per envelope) or "serial" (envelope, a work-item per envelope;
         #: default on CPUs).  "wg" and "serial" give the same results bit for bit, "warp" to float rounding.
-        self.path = (path or os.environ.get("HMMCASCADE_ENVELOPE") or ("warp" if dev.is_gpu else "serial")).lower()
-        if self.path not in ("warp", "wg", "serial"):
-            raise ValueError("envelope path (HMMCASCADE_ENVELOPE) must be 'warp', 'wg' or 'serial', "
-                             f"got {self.path!r}")
+        #: Default: the options' ``envelope`` (:class:`~hmmcascade.options.SearchOptions`).
+        opts = launches.options
+        self.path = choose("envelope", path or opts.envelope, dev.is_gpu)
+        #: the longest models' launches on the device's side queue
+        self.side_queue = opts.side_queue == "on"
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
                   length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True, path: str | None = None,
@@ -138,7 +139,7 @@ class EnvelopeRescorer:
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
         # the longest models' launches on the side queue where there is one (see the launch loop)
-        on_side = [mode == 1 and on_side_queue(self.dev, c) for c in chunk]
+        on_side = [mode == 1 and on_side_queue(self.side_queue, c) for c in chunk]
         slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q and not on_side[li]] or [4])
                        for q in range(nq)]
         scrs = [self.dev.scratch(4 * f) for f in slot_floats]

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..device import Device, opencl
 from ..filters import LOCAL_SIZE, DeviceModels, round_up
+from ..options import SearchOptions
 from ..profiles import ProfileDB
 
 __all__ = ["DomainLaunches"]
@@ -33,8 +34,11 @@ F32 = np.float32
 class DomainLaunches:
     """Launch planning, transfers and kernel bookkeeping of the domain kernels for one DeviceModels."""
 
-    def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int):
+    def __init__(self, dev: Device, models: DeviceModels, db: ProfileDB, scratch_bytes: int,
+                 options: SearchOptions | None = None):
         self.dev, self.models, self.db = dev, models, db
+        #: the search's options, resolved for the device: each stage takes its kernel variant here
+        self.options = (options or SearchOptions()).resolved(dev.is_gpu)
         self.scratch_bytes = int(scratch_bytes)
         #: jobs per word-interleaved work-group; None: :meth:`lanes`' default for the device
         self.interleave: int | None = None

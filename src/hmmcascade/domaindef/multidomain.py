@@ -11,7 +11,8 @@ returns for each, bit for bit: the region's null2 scores and its envelopes.
    device scratch: one work-item per region, or on GPUs (for models of up to
    ``32 * max(VIT_WARP_C)`` nodes) ``region_forward_warp<C>``, the same matrix
    (to float rounding) with a warp per region and C nodes per lane.
-   ``HMMCASCADE_REGION_FORWARD=warp|serial`` chooses (default: warp on GPUs).
+   The option ``region_forward`` ("warp" or "serial"; :class:`~hmmcascade.options.SearchOptions`)
+   chooses (default: warp on GPUs).
 2. Kernel ``region_ensemble`` reads those matrices where they are, a
    work-group per region (a warp on GPUs, taking a round of a trace's steps
    at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
@@ -28,13 +29,12 @@ more) or whose matrix holds values the Python module treats specially (NaN
 weights, a zero E) comes back flagged; the host then recomputes it with
 :mod:`.ensemble` from the same Forward matrix (:mod:`.workers`).
 
-``HMMCASCADE_ENSEMBLE=python`` (or ``backend="python"``) computes every
+The option ``ensemble="python"`` (or ``backend="python"``) computes every
 region that way: the device only runs the Forward pass.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..device import opencl
 from ..filters import LOCAL_SIZE, VIT_WARP_C, DeviceBatch, event_seconds, log_launch, round_up, warp_runs
+from ..options import choose
 from ..profiles import logf_array, logf_is_glibc
 from .ensemble import NSAMPLES, SEED, EaselRandom, ModelTables, RegionForward
 from .launches import DomainLaunches
@@ -54,8 +55,6 @@ __all__ = ["STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "RegionEnsemble
 F32 = np.float32
 STATUS_OVERFLOW = -1  #: kernel status: a workspace capacity was too small
 STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differently (NaN, zero E)
-BACKENDS = ("device", "python")
-FORWARD_PATHS = ("warp", "serial")  #: the Forward matrices: region_forward_warp<C> (and envelope), or envelope
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
@@ -149,10 +148,17 @@ class RegionEnsembles:
         self.dev, self.db, self.models = launches.dev, launches.db, launches.models
         dev = self.dev
         #: the regions' multihit Forward matrices: the envelope kernel's mode 0, a work-item per
-        #: region, or a warp per region with C nodes per lane (HMMCASCADE_REGION_FORWARD=warp)
+        #: region, or a warp per region with C nodes per lane (forward_path "warp")
         self.k_forward = dev.kernel("domains", "envelope")
         self.k_forward_warp = {c: dev.kernel("domains", f"region_forward_warp{c}") for c in VIT_WARP_C}
         self.stats = EnsembleStats()
+        opts = launches.options
+        #: the Forward matrices' kernels: "warp" (region_forward_warp<C>, default on GPUs) or "serial"
+        self.forward_path = choose("region_forward", opts.region_forward, dev.is_gpu)
+        #: :meth:`run`'s default backend: "device" or "python"
+        self.backend = choose("ensemble", opts.ensemble, dev.is_gpu)
+        #: host worker processes for the regions left to the host (0: one per CPU)
+        self.workers = opts.workers
 
     def run(self, batch: DeviceBatch, seq, model, starts, ends, *, backend: str | None = None,
             nsamples: int = NSAMPLES, max_domains_per_trace: int | None = None,
@@ -165,8 +171,8 @@ class RegionEnsembles:
             starts, ends: per region, first and last residue (1-based, inclusive).
             backend: ``"device"`` or ``"python"`` (all regions on the host, with
                 :mod:`.ensemble`, from the device's Forward matrices); default
-                ``$HMMCASCADE_ENSEMBLE`` or ``"device"``.  The Forward kernels:
-                ``$HMMCASCADE_REGION_FORWARD``, ``"warp"`` (default on GPUs) or ``"serial"``.
+                :attr:`backend` (the options' ``ensemble``).  The Forward kernels:
+                :attr:`forward_path` (the options' ``region_forward``).
             nsamples: sampled traces per region (HMMER: 200).
             max_domains_per_trace: workspace for sampled domains, per trace on
                 average, never more than the region's length (a domain has a
@@ -185,14 +191,9 @@ class RegionEnsembles:
             ValueError: unknown backend or Forward path, mismatched argument lengths, a region outside its
                 target, or a count below 1.
         """
-        backend = (backend or os.environ.get("HMMCASCADE_ENSEMBLE") or "device").lower()
-        if backend not in BACKENDS:
-            raise ValueError(f"ensemble backend must be one of {BACKENDS}, got {backend!r}")
         dev = self.dev
-        fwd_path = (os.environ.get("HMMCASCADE_REGION_FORWARD") or ("warp" if dev.is_gpu else "serial")).lower()
-        if fwd_path not in FORWARD_PATHS:
-            raise ValueError(f"region Forward path (HMMCASCADE_REGION_FORWARD) must be one of {FORWARD_PATHS}, "
-                             f"got {fwd_path!r}")
+        backend = choose("ensemble", backend or self.backend, dev.is_gpu)
+        fwd_path = choose("region_forward", self.forward_path, dev.is_gpu)
         seq, model, starts, ends = (np.asarray(a, dtype=np.int64).reshape(-1) for a in (seq, model, starts, ends))
         n = len(seq)
         if not (len(model) == len(starts) == len(ends) == n):
@@ -380,7 +381,7 @@ class RegionEnsembles:
                 o = int(batch.seqs.offsets[s])
                 dsq1 = np.concatenate([[255], batch.seqs.residues[o: o + lengths[r]]]).astype(np.uint8)
                 tasks.append((rf, tables, dsq1, int(starts[r]), int(ends[r])))
-            for (r, _), res in zip(fallback, map_ensembles(tasks)):
+            for (r, _), res in zip(fallback, map_ensembles(tasks, self.workers)):
                 results[r] = (res[0], [(int(a), int(b)) for a, b in res[1]])
         stats.host_s += time.perf_counter() - t0
         return results

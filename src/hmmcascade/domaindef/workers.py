@@ -23,14 +23,14 @@ def _one_ensemble(task):
     return region_trace_ensemble(rf, tables, dsq1, i, j, EaselRandom(SEED))
 
 
-def map_ensembles(tasks: list) -> list:
+def map_ensembles(tasks: list, workers: int = 0) -> list:
     """:func:`~.ensemble.region_trace_ensemble` of each task ``(RegionForward, ModelTables, dsq
     (1-based), i, j)``, in order: ``(n2sc, envelopes)`` per region.
 
-    ``HMMCASCADE_WORKERS`` caps the number of processes (default: all CPUs; 1 = in this
-    process); there is at most one process per four regions, and with one they run in this process.
+    ``workers`` caps the number of processes (the options' ``workers``; 0: one per CPU; 1: in
+    this process); there is at most one process per four regions, and with one they run in this process.
     """
-    workers = int(os.environ.get("HMMCASCADE_WORKERS", "0")) or (os.cpu_count() or 1)
+    workers = int(workers) or (os.cpu_count() or 1)
     workers = min(workers, max(1, len(tasks) // 4))
     if workers <= 1:
         return [_one_ensemble(t) for t in tasks]
