@@ -29,7 +29,6 @@ import sys
 import time
 from dataclasses import dataclass
 from operator import attrgetter
-from pathlib import Path
 
 import numpy as np
 
