@@ -7,6 +7,11 @@ with the caches off, e.g. on the GPU machine:
     PYOPENCL_NO_CACHE=1 CUDA_CACHE_DISABLE=1 python3 benchmarks/cold_start.py --json $OUT/cold.json
 
 (``PYOPENCL_NO_CACHE`` turns off pyopencl's binary cache, ``CUDA_CACHE_DISABLE`` NVIDIA's JIT cache.)
+
+This is the one-after-another build time.  A search on a cold machine builds the parts at once in
+processes of their own (:mod:`hmmcascade.builds`); measure that as a whole first search with empty
+caches, e.g. ``XDG_CACHE_HOME=/tmp/cold CUDA_CACHE_PATH=/tmp/cold/nv /usr/bin/time python3 -m
+hmmcascade search resources/pfam35_default.hmm.gz resources/proteins_default.faa.gz --tblout /tmp/t``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import sys
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from operator import attrgetter
@@ -36,6 +36,7 @@ from operator import attrgetter
 import numpy as np
 
 from . import stats
+from .builds import prebuild
 from .device import CL_COMPLETE, Device
 from .domaindef.engine import DomainEngine
 from .domaindef.records import DomainSource, PairDomainsBatch
@@ -43,6 +44,7 @@ from .domaindef.segments import segment_ranges
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
 from .io import SequenceSet
 from .options import SearchOptions
+from .planner import MemoryPlan
 from .profiles import ProfileDB, length_params
 from .results import Hit, gc_paused
 
@@ -98,6 +100,11 @@ class StageStats:
     wall_s: float = 0.0
     msv_reruns: int = 0  #: pairs the tiled MSV kernel handed to the exact one
     msv_rerun_s: float = 0.0  #: kernel time of those reruns (part of kernel_s["msv"])
+    #: seconds a cold machine spent building kernel parts in processes of their own (hmmcascade.builds)
+    prebuild_s: float = 0.0
+    #: the device-memory plan (:class:`~hmmcascade.planner.MemoryPlan`) with the pool's peak bytes
+    #: and the free buffers it released to keep to the budget (``peak_bytes``, ``evicted_bytes``)
+    memory: dict = field(default_factory=dict)
 
     def add(self, other: "StageStats") -> None:
         for name in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns", "msv_rerun_s"):
@@ -120,6 +127,8 @@ class StageStats:
             total.targets += other.targets
             total.residues += other.residues
             total.wall_s += other.wall_s
+            if other.memory:
+                total.memory = {k: max(v, total.memory.get(k, 0)) for k, v in other.memory.items()}
         return total
 
 
@@ -216,17 +225,30 @@ class Cascade:
         self.dev, self.db = dev, db
         #: the kernel variants and tunables, resolved for the device
         self.options = opts = (options or SearchOptions()).resolved(dev.is_gpu)
-        budget = scratch_bytes or min(dev.max_alloc_bytes // 2, 512 << 20)
+        #: a cold machine builds every kernel part at once in processes of its own (hmmcascade.builds)
+        self.prebuild = prebuild(dev)
+        dev.trim()  # (the pool's free buffers from earlier work go)
         self.models = DeviceModels(dev, db)
+        #: the device-memory budget and the sizes made from it (:mod:`hmmcascade.planner`): the
+        #: models and whatever else the device holds now are resident; the device's pool keeps
+        #: to the budget from here on
+        self.memory = MemoryPlan.make(dev, dev.allocated_bytes, opts.device_memory_bytes)
+        dev.memory_budget = self.memory.budget_bytes
+        budget = scratch_bytes or self.memory.filter_scratch_bytes
         self.msv = MsvFilter(dev, self.models, budget, options=opts)
         self.bias = BiasFilter(dev, self.models, budget)
         self.viterbi = ViterbiFilter(dev, self.models, budget, options=opts)
         self.forward = ForwardFilter(dev, self.models, budget, options=opts)
-        # the domain stage's envelope matrices are large: on a GPU give it room for enough jobs
-        # per launch to fill the device (up to 1/8 of its memory, at most 8 GiB)
-        dom_budget = budget if (scratch_bytes or not dev.is_gpu) else \
-            max(budget, min(dev.max_alloc_bytes, dev.global_mem_bytes // 8, 8 << 30))
+        # the domain stage's envelope matrices are large: on a GPU the plan gives it room for
+        # enough jobs per launch to fill the device
+        dom_budget = scratch_bytes or self.memory.domain_scratch_bytes
         self.domains = DomainEngine(dev, self.models, db, dom_budget, options=opts)
+
+    def close(self) -> None:
+        """Drop the per-threshold device tests (they refer back to this object): afterwards
+        reference counting frees the models' device buffers as soon as the Cascade goes, even
+        where the search froze the collector's generations (:func:`~hmmcascade.results.gc_paused`)."""
+        self.__dict__.pop("_selects", None)
 
     def begin_batch(self, seqs: SequenceSet, th: Thresholds) -> "_Begun":
         """A batch's host preparation and upload; its MSV launches are ready to start (they start
@@ -488,6 +510,21 @@ class _Begun:
 #: stage (0: none; then one thread runs each batch's stages in turn, the device's wait hook starting
 #: later batches' MSV launches in the idle moments)
 FILTER_THREAD = 1
+#: batches whose domain stage holds device buffers at once when device memory is short: the one
+#: the device works on and the one whose records the worker thread makes (their envelope results
+#: are read there); then a batch's domain stage waits for the records of the batch this many before
+#: it (the memory plan counts on it).  Memory is short when the buffers in use pass
+#: DOMAIN_WAIT_FRACTION of the budget: waiting always cost dev-x10 0.4-0.6 s (H100, 2026-11-25).
+DOMAIN_BATCHES_IN_FLIGHT = 2
+DOMAIN_WAIT_FRACTION = 0.5
+
+
+def _bound_domain_batches(dev: Device, pending: list, b: int) -> None:
+    """Before batch ``b``'s domain stage: wait for the records of batch ``b - DOMAIN_BATCHES_IN_FLIGHT``
+    where device memory is short (their envelope buffers go with them)."""
+    if b >= DOMAIN_BATCHES_IN_FLIGHT and dev.memory_budget is not None \
+            and dev.in_use_bytes > DOMAIN_WAIT_FRACTION * dev.memory_budget:
+        pending[b - DOMAIN_BATCHES_IN_FLIGHT].result()
 #: :meth:`_MsvRun.fill`'s ranges queued or running at once (one range: ~12 ms on an H100)
 FILL_DEPTH = 3
 #: a batch's MSV ranges started ahead of the one the host reads
@@ -643,9 +680,11 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     t_start = time.perf_counter()
     Z = float(th.Z) if th.Z else float(len(seqs))
     total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
+    dev.reset_peak()
+    evicted0 = dev.evicted_bytes
     cascade = Cascade(dev, db, scratch_bytes=scratch_bytes, options=options)
     mark("init", t_start)
-    batch_cells = batch_cells or min(256 << 20, max(dev.global_mem_bytes // 64, 1 << 20))
+    batch_cells = batch_cells or cascade.memory.batch_cells
     order = np.argsort(seqs.lengths, kind="stable")
     order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
     # at least PIPELINE_BATCHES batches when the targets allow: one batch's scoring and records
@@ -670,7 +709,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     # no cyclic garbage collection during the search: each automatic collection walks every live
     # object (millions of regions, records and alignment pieces on large runs), and the search
     # makes no reference cycles worth collecting early
-    with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), \
+    # (contexts leave in reverse order: the Cascade is closed before the collector freezes what lives)
+    with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), closing(cascade), \
             ThreadPoolExecutor(max_workers=1) as worker:
         pending = []
         cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
@@ -713,11 +753,13 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
                     out, st = ahead.popleft().result()
                     if b + FILTER_THREAD < len(cuts):
                         ahead.append(filt.submit(filters, b + FILTER_THREAD))
+                    _bound_domain_batches(dev, pending, b)
                     out, st = cascade.domain_batch(out, st, domains=domains, defer_scoring=True)
                     pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
                     report(b, st)
         for b in range(len(cuts) if not FILTER_THREAD else 0):
             current[0] = b
+            _bound_domain_batches(dev, pending, b)
             out, st = cascade.run_batch(get(b), th, domains=domains, defer_scoring=True, fill=fill,
                                         prepare=lambda: get(b + 1))
             del begun[b]
@@ -739,6 +781,9 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
         mark("sort", tm)
     total.wall_s = time.perf_counter() - t_start
+    total.prebuild_s = cascade.prebuild["seconds"]
+    total.memory = {**cascade.memory.as_dict(), "peak_bytes": dev.peak_bytes,
+                    "evicted_bytes": dev.evicted_bytes - evicted0, "over_budget_bytes": dev.over_budget_bytes}
     rep = list(filter(attrgetter("reported"), records))
 
     def column(name, dtype):

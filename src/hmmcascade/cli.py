@@ -130,7 +130,7 @@ def _thresholds(args) -> Thresholds:
 
 def _search_options(args):
     """The search's :class:`~hmmcascade.options.SearchOptions`, made once: ``$HMMCASCADE_OPTIONS``
-    (the debug override), then ``--kernel-options``, then ``--cpu``."""
+    (the debug override), then ``--kernel-options``, then ``--cpu`` and ``--device-memory``."""
     from dataclasses import replace
 
     from .options import SearchOptions
@@ -140,6 +140,8 @@ def _search_options(args):
         options = SearchOptions.parse(args.kernel_options, base=options)
     if args.cpu is not None:  # hmmsearch's --cpu 0: no workers, all in the main process
         options = replace(options, workers=max(args.cpu, 1))
+    if args.device_memory is not None:
+        options = replace(options, device_memory=args.device_memory)
     return options
 
 
@@ -378,10 +380,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cpu", type=int, default=None,
                    help="host worker processes for the domain work left to the host (default: one per CPU; "
                         "0: none, in this process)")
+    s.add_argument("--device-memory", metavar="SIZE", default=None,
+                   help="device-memory budget of the search, e.g. 40G or 512M (default: 85%% of a GPU's memory, "
+                        "50%% of a CPU device's); launches and batches are sized to keep within it")
     s.add_argument("--kernel-options", metavar="KEY=VALUE[,KEY=VALUE]", default=None,
                    help="expert: kernel variants and tunables (hmmcascade.options.SearchOptions: msv, viterbi, "
                         "forward, forward_wg_cells, decode, envelope, region_forward, ensemble, null2, select, "
-                        "side_queue, inline_ptx, workers; each 'auto' by default); over $HMMCASCADE_OPTIONS")
+                        "side_queue, inline_ptx, workers, device_memory; each 'auto' by default); over $HMMCASCADE_OPTIONS")
     _add_thresholds(s)
     s.set_defaults(func=cmd_search)
 

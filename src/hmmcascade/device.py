@@ -17,7 +17,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from functools import wraps
+from functools import lru_cache, wraps
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     except ImportError:  # Python 3.10
         from importlib.abc import Traversable
 
-__all__ = ["DeviceError", "Device", "open_device", "kernels_dir", "list_devices"]
+__all__ = ["DeviceError", "Device", "PROGRAM_PARTS", "open_device", "kernels_dir", "list_devices", "part_options",
+           "program_source"]
 
 
 class DeviceError(RuntimeError):
@@ -52,6 +53,16 @@ def kernels_dir() -> Traversable:
 #: (its most work-groups); ptxas then spills 12 bytes.  Measured on an H200 (dev-x10, 2026-11-22,
 #: benchmarks/sweep_search.py --set build:ensemble=...): domain kernels 1.87 s -> 1.73 s (72: 1.75 s).
 NV_PROGRAM_OPTIONS = {"ensemble": ["-cl-nv-maxrregcount=64"]}
+#: programs built in parts, ``-DHMMC_PART=0 .. n-1`` (the kernel file's ``#if`` blocks say which
+#: kernels each part holds; :meth:`Device.program` merges their kernels under the program's name),
+#: so that a cold machine builds them at once (:mod:`hmmcascade.builds`); the others are built whole
+PROGRAM_PARTS = {"domains": 19}
+
+
+def part_options(name: str) -> list[tuple]:
+    """The extra build options of each part of program ``name`` (one empty tuple if it is built whole)."""
+    n = PROGRAM_PARTS.get(name)
+    return [(f"-DHMMC_PART={k}",) for k in range(n)] if n else [()]
 
 
 def opencl():
@@ -157,6 +168,20 @@ class Device:
     _wait_hook = None
     _wait_hook_thread = None
 
+    #: bytes the buffer pool (:meth:`scratch`, :meth:`to_device`) may hold, lent and free together
+    #: (None: no bound).  Set by the search from its memory plan (:mod:`hmmcascade.planner`): a new
+    #: buffer that would pass it first releases free pooled buffers, largest first.
+    memory_budget: int | None = None
+    #: bytes of the pool's buffers (lent and free) now, and the most it held since :meth:`reset_peak`
+    allocated_bytes: int = 0
+    peak_bytes: int = 0
+    #: free pooled buffers released to stay within :attr:`memory_budget`, and their bytes
+    evicted_buffers: int = 0
+    evicted_bytes: int = 0
+    #: the most :attr:`allocated_bytes` passed :attr:`memory_budget` by, when the buffers in use
+    #: alone passed it (0: the budget held; the planner's sizes keep it so)
+    over_budget_bytes: int = 0
+
     @property
     def wait_hook(self):
         """``hook()`` is called in :meth:`read_async`'s ``read()`` before it waits: the search starts
@@ -233,16 +258,28 @@ class Device:
         cache = self.__dict__.setdefault("_programs", {})
         if name in cache:
             return cache[name]
-        prg = self.build(name)
-        cache[name] = prg
-        self._make_kernels(name, prg)
-        return prg
+        parts = [self.build(name, extra) for extra in part_options(name)]
+        cache[name] = parts[0]
+        self._make_kernels(name, *parts)
+        return parts[0]
 
-    def _make_kernels(self, name: str, prg) -> None:
+    def _make_kernels(self, name: str, *programs) -> None:
+        """The kernels of ``programs`` (a program's parts, :data:`PROGRAM_PARTS`) under ``name``."""
         kernels = self.__dict__.setdefault("_kernels", {})
         for key in [key for key in kernels if key[0] == name]:
             del kernels[key]
-        kernels.update({(name, k.function_name): k for k in prg.all_kernels()})
+        for prg in programs:
+            kernels.update({(name, k.function_name): k for k in prg.all_kernels()})
+
+    @property
+    def indices(self) -> tuple[int, int]:
+        """(platform index, device index) of this device, as ``P:D`` names it."""
+        cl = opencl()
+        for pi, p in enumerate(cl.get_platforms()):
+            for di, d in enumerate(p.get_devices()):
+                if d == self.device:
+                    return pi, di
+        raise DeviceError(f"{self.name} is not among the platforms' devices")
 
     @_locked
     def use_program(self, name: str, prg) -> None:
@@ -260,17 +297,20 @@ class Device:
         """Build ``hmmcascade/kernels/<name>.cl`` with this device's options plus ``extra_options`` (not cached:
         benchmarks compare variants of a kernel this way)."""
         cl = opencl()
-        src = _source(name)
+        try:
+            return cl.Program(self.ctx, program_source(name)).build(options=self.build_options(name, extra_options))
+        except cl.RuntimeError as exc:
+            raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
+
+    def build_options(self, name: str, extra_options: tuple = ()) -> list[str]:
+        """The build options of ``hmmcascade/kernels/<name>.cl`` on this device, ``extra_options`` last."""
+        cl = opencl()
         options = ["-cl-std=CL1.2"]
         if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")  # IEEE float division, as HMMER's C
         if self.is_nvidia:
             options += NV_PROGRAM_OPTIONS.get(name, [])
-        options += self.ptx_options() + list(extra_options)
-        try:
-            return cl.Program(self.ctx, src).build(options=options)
-        except cl.RuntimeError as exc:
-            raise DeviceError(f"kernel {name}.cl failed to build on {self.name}: {exc}") from exc
+        return options + self.ptx_options() + list(extra_options)
 
     def ptx_options(self) -> list[str]:
         """Build macros enabling inline PTX on NVIDIA devices (none with :attr:`inline_ptx` False: portable code).
@@ -365,15 +405,53 @@ class Device:
                 b, marker = free.pop(0)
                 lent.append(b)
                 return b, marker
+        if self.memory_budget is not None and self.allocated_bytes + size > self.memory_budget:
+            self._evict(self.allocated_bytes + size - self.memory_budget)
         b = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=size)
+        self.allocated_bytes += size
+        self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+        if self.memory_budget is not None and self.allocated_bytes > self.memory_budget:
+            self.over_budget_bytes = max(self.over_budget_bytes, self.allocated_bytes - self.memory_budget)
         lent.append(b)
         return b, None
+
+    def _evict(self, nbytes: int) -> None:
+        """Release free pooled buffers, largest first, until ``nbytes`` bytes are released or none
+        is left (NVIDIA's OpenCL makes a release wait for the queue: only when the budget asks)."""
+        pool = self.__dict__.get("_pool", {})
+        for size in sorted(pool, reverse=True):
+            free = pool[size]
+            while free and nbytes > 0:
+                b, _ = free.pop(0)
+                b.release()
+                self.allocated_bytes -= size
+                self.evicted_buffers += 1
+                self.evicted_bytes += size
+                nbytes -= size
+            if not free:
+                del pool[size]
+            if nbytes <= 0:
+                return
+
+    @property
+    def in_use_bytes(self) -> int:
+        """Bytes of the pool's buffers lent out (not free in the pool)."""
+        with self._lock:
+            return self.allocated_bytes - sum(size * len(free) for size, free in self.__dict__.get("_pool", {}).items())
+
+    def reset_peak(self) -> None:
+        """Start :attr:`peak_bytes` (and :attr:`over_budget_bytes`) again from what the pool holds now."""
+        self.peak_bytes = self.allocated_bytes
+        self.over_budget_bytes = 0
 
     @_locked
     def trim(self) -> None:
         """Release the pool's free buffers (this waits for the device to run what is queued)."""
         self._take(0)  # (takes back what nobody holds)
-        self.__dict__.get("_pool", {}).clear()
+        pool = self.__dict__.get("_pool", {})
+        for size, free in pool.items():
+            self.allocated_bytes -= size * len(free)
+        pool.clear()
 
     def local(self, nbytes: int):
         """A ``__local`` kernel argument of ``nbytes`` bytes."""
@@ -478,7 +556,8 @@ class Pinned:
             self._block = self.array = None
 
 
-def _source(name: str) -> str:
+@lru_cache(maxsize=None)
+def program_source(name: str) -> str:
     """Kernel source with its ``#include "<name>.h"`` files of ``hmmcascade/kernels/`` inlined, each at every
     occurrence (so their content is part of the cache key; viterbi.cl includes one body several times)."""
     folder = kernels_dir()

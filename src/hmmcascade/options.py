@@ -111,6 +111,9 @@ class SearchOptions:
     #: host worker processes for the regions the device leaves to the host (stochastic-trace
     #: clustering); 0: one per CPU, 1: in the search's own process (hmmsearch's --cpu)
     workers: int = 0
+    #: the device-memory budget in bytes, or a size such as "40G" (:func:`hmmcascade.planner.parse_size`);
+    #: "auto": :data:`hmmcascade.planner.GPU_FRACTION` of a GPU's memory, CPU_FRACTION of a CPU device's
+    device_memory: int | str = "auto"
 
     def __post_init__(self):
         for name in CHOICES:
@@ -126,6 +129,18 @@ class SearchOptions:
             object.__setattr__(self, "forward_wg_cells",
                                _count("forward_wg_cells", cells, "a cell count >= 0 or 'auto'"))
         object.__setattr__(self, "workers", _count("workers", self.workers, "a count >= 0 (0: one per CPU)"))
+        mem = self.device_memory
+        if not (isinstance(mem, str) and mem.strip().lower() == "auto"):
+            from .planner import parse_size
+
+            object.__setattr__(self, "device_memory", parse_size(mem))
+        else:
+            object.__setattr__(self, "device_memory", "auto")
+
+    @property
+    def device_memory_bytes(self) -> int | None:
+        """The budget in bytes, None for "auto"."""
+        return None if self.device_memory == "auto" else int(self.device_memory)
 
     def resolved(self, is_gpu: bool) -> "SearchOptions":
         """A copy with every ``"auto"`` replaced by the value of :data:`CHOICES` for a GPU

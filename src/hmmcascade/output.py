@@ -450,6 +450,13 @@ def pipeline_summary(stats: dict, Z: float, device: str, thresholds) -> str:
         cells = s["cells"][stage]
         rate = f"{cells / sec / 1e9:.2f} GCUPS" if sec > 0 else "-"
         out.append(f"# {stage:<8s} pairs {s['pairs'][stage]:>12d}  cells {cells:>16d}  kernel {sec:8.3f}s  {rate}")
+    if s.get("prebuild_s"):
+        out.append(f"# kernels built in {s['prebuild_s']:.2f} s first (a cold machine; cached for later runs)")
+    mem = s.get("memory") or {}
+    if mem:
+        gib = 1 << 30
+        out.append(f"# device memory: peak {mem['peak_bytes'] / gib:.2f} GiB of a {mem['budget_bytes'] / gib:.2f} GiB "
+                   f"budget (models {mem['resident_bytes'] / gib:.2f} GiB)")
     return "\n".join(out)
 
 

@@ -17,6 +17,7 @@ rule search_batch:
         py=PY,
         thresholds=threshold_args(),
         device=config["device"],
+        memory=str(config.get("device_memory", "auto")),
         z=z_args("results/prepared/sequences.json"),
     conda:
         ENV
@@ -25,7 +26,8 @@ rule search_batch:
     threads: 1
     shell:
         "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} --hits {output.hits:q}"
-        " --stats {output.stats:q} --device {params.device:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
+        " --stats {output.stats:q} --device {params.device:q}"
+        " --device-memory {params.memory:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
 
 rule merge_hits:

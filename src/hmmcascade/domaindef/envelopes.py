@@ -30,11 +30,9 @@ from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
 
-__all__ = ["ENVELOPE_WG", "PENDING_OUTPUT_BYTES", "EnvelopeRescorer", "env_wg_local_bytes"]
+__all__ = ["ENVELOPE_WG", "EnvelopeRescorer", "env_wg_local_bytes"]
 
 F32 = np.float32
-#: envelope launches run ahead of the host's reading of their results by at most this many output bytes
-PENDING_OUTPUT_BYTES = 1 << 30
 #: envelope_wg's work-group size: one NVIDIA warp (work-item 0 walks the chains, the others the rows)
 ENVELOPE_WG = 32
 
@@ -242,11 +240,15 @@ class EnvelopeRescorer:
                 continue
             # buffers the launch uses stay referenced until it is read: NVIDIA's OpenCL waits for the
             # kernels using a buffer when it is released
-            nbytes = out_buf.size + d_cols.size
+            nbytes = out_buf.size + d_cols.size + (d_tr.size + d_pp.size if arrays else 0) + \
+                (scr.size if on_side[li] else 0)
             pending.append((j0, j1, ev, unpack(out_buf, q), (up, out_buf, d_cols, d_tr, d_pp, subs, args, lw, scr),
                             q, nbytes))
             held += nbytes
-            while pending and held > PENDING_OUTPUT_BYTES:  # read back the oldest (later ones keep running)
+            # envelope launches run ahead of the host's reading of their results by at most the domain
+            # stage's scratch budget (MemoryPlan) in the device buffers they hold: outputs, trace
+            # columns, a side launch's own scratch
+            while pending and held > self.launches.scratch_bytes:  # read back the oldest (later ones keep running)
                 held -= pending[0][-1]
                 finish(*pending.pop(0))
         self.launches.cells["envelope"] += int((M * Ld).sum()) * (1 if mode == 0 else 4)

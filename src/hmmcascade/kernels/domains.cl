@@ -410,6 +410,7 @@ void domain_decoding(__global float *p, const int ws, const long rec0, const int
  * range error (scaleproduct overflowed), nexpected = btot[L]; int count of regions; then up to
  * region_cap regions as (i, 2 j + is_multidomain).  count > region_cap: only the first
  * region_cap are written (the host redoes that pair from btot, etot, mocc in the scratch). */
+#if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void fb_parser(
     __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len,
     __global const float4 *seq_xfm,
@@ -436,6 +437,7 @@ __kernel void fb_parser(
                                   rec0 + R_BX, REC);
     domain_decoding(p, ws, rec0, L, xfm.y, own, fsc, region_cap, out + (long) j * (6 + 2 * region_cap));
 }
+#endif
 
 /* Striped position of node k (1-based) for a model with Q vectors. */
 inline int striped_rank(const int k, const int Q) { return ((k - 1) % Q) * 4 + (k - 1) / Q; }
@@ -662,6 +664,7 @@ void oa_display(__global const int4 *tr, __global const float *tpp, const int nt
  *   disp[2 j], disp[2 j + 1]: where the displayed columns of the trace went in cols, and how many
  *   (oa_display; disp[2 n_jobs] counts the launch's columns, zero before the launch).
  * mode & 1 == 0: Forward only, contiguous F and fx at scr + scr_off[j]; info[j] = (score, 0, 0, 0). */
+#if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void envelope(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,
@@ -807,6 +810,7 @@ __kernel void envelope(
 #undef FROW
 #undef BROW
 }
+#endif
 
 
 /* ---------------------------------------------------------------------------------------------
@@ -832,6 +836,7 @@ __kernel void envelope(
  * --------------------------------------------------------------------------------------------- */
 #define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 
+#if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void envelope_wg(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,
@@ -1230,29 +1235,39 @@ __kernel void envelope_wg(
 #undef BROW
 #undef LW4
 }
+#endif
 
 /* fb_parser_warp<C>: fb_parser's outputs (to float rounding), one warp per job, C nodes per lane in
  * registers (see fb_parser_warp.h and warp.h). */
+#if !defined(HMMC_PART) || HMMC_PART == 1
 #define PW_C 4
 #define PW_NAME fb_parser_warp4
 #include "fb_parser_warp.h"
 #undef PW_C
 #undef PW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 2
 #define PW_C 8
 #define PW_NAME fb_parser_warp8
 #include "fb_parser_warp.h"
 #undef PW_C
 #undef PW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 3
 #define PW_C 12
 #define PW_NAME fb_parser_warp12
 #include "fb_parser_warp.h"
 #undef PW_C
 #undef PW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 4
 #define PW_C 16
 #define PW_NAME fb_parser_warp16
 #include "fb_parser_warp.h"
 #undef PW_C
 #undef PW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 5
 #define PW_C 24
 #define PW_NAME fb_parser_warp24
 #define PW_TGLOBAL 1
@@ -1260,6 +1275,8 @@ __kernel void envelope_wg(
 #undef PW_C
 #undef PW_NAME
 #undef PW_TGLOBAL
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 6
 #define PW_C 32
 #define PW_NAME fb_parser_warp32
 #define PW_TGLOBAL 1
@@ -1267,29 +1284,39 @@ __kernel void envelope_wg(
 #undef PW_C
 #undef PW_NAME
 #undef PW_TGLOBAL
+#endif
 
 /* envelope_warp<C>: envelope_wg's outputs (to float rounding), one warp per envelope, C nodes per
  * lane in registers (see envelope_warp.h and warp.h). */
+#if !defined(HMMC_PART) || HMMC_PART == 7
 #define EW_C 4
 #define EW_NAME envelope_warp4
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 8
 #define EW_C 8
 #define EW_NAME envelope_warp8
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 9
 #define EW_C 12
 #define EW_NAME envelope_warp12
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 10
 #define EW_C 16
 #define EW_NAME envelope_warp16
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 11
 #define EW_C 24
 #define EW_NAME envelope_warp24
 #define EW_TGLOBAL 1
@@ -1297,6 +1324,8 @@ __kernel void envelope_wg(
 #undef EW_C
 #undef EW_NAME
 #undef EW_TGLOBAL
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 12
 #define EW_C 32
 #define EW_NAME envelope_warp32
 #define EW_TGLOBAL 1
@@ -1304,30 +1333,40 @@ __kernel void envelope_wg(
 #undef EW_C
 #undef EW_NAME
 #undef EW_TGLOBAL
+#endif
 
 
 /* region_forward_warp<C>: the envelope kernel's Forward-only mode (mode 0 or 2; its layout and
  * info), one warp per job, C nodes per lane in registers (see region_forward_warp.h). */
+#if !defined(HMMC_PART) || HMMC_PART == 13
 #define RF_C 4
 #define RF_NAME region_forward_warp4
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 14
 #define RF_C 8
 #define RF_NAME region_forward_warp8
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 15
 #define RF_C 12
 #define RF_NAME region_forward_warp12
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 16
 #define RF_C 16
 #define RF_NAME region_forward_warp16
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 17
 #define RF_C 24
 #define RF_NAME region_forward_warp24
 #define RF_TGLOBAL 1
@@ -1335,6 +1374,8 @@ __kernel void envelope_wg(
 #undef RF_C
 #undef RF_NAME
 #undef RF_TGLOBAL
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 18
 #define RF_C 32
 #define RF_NAME region_forward_warp32
 #define RF_TGLOBAL 1
@@ -1342,3 +1383,4 @@ __kernel void envelope_wg(
 #undef RF_C
 #undef RF_NAME
 #undef RF_TGLOBAL
+#endif
