@@ -22,8 +22,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hmmcascade import cascade, filters  # noqa: E402
+from hmmcascade import cascade  # noqa: E402
 from hmmcascade.domaindef import multidomain  # noqa: E402
+from hmmcascade.instrument import Instrument  # noqa: E402
 from run_benchmark import add_workload_arguments, open_workload, workload_options  # noqa: E402
 
 
@@ -57,10 +58,10 @@ def main() -> int:
                 multidomain.region_lanes = (lambda d, n=lanes: n) if lanes else lanes_default
                 stats = stage.stats
                 before = stats.ensemble_s
-                log, filters.LAUNCH_LOG = filters.LAUNCH_LOG, []
+                before_inst, dev.instrument = dev.instrument, Instrument(launches=True)
                 res = original(stage, batch, seq, model, starts, ends, backend="device", **kw)
-                launches[name] += [(e[1], e[2], e[3]) for e in filters.LAUNCH_LOG if e[0] == "region_ensemble"]
-                filters.LAUNCH_LOG = log
+                launches[name] += [(e[1], e[2], e[3]) for e in dev.instrument.launches if e[0] == "region_ensemble"]
+                dev.instrument = before_inst
                 secs[name] += stats.ensemble_s - before
                 if first is None:
                     first = res

@@ -15,6 +15,7 @@ from pyhmmer.easel import Alphabet, SequenceFile
 
 from conftest import BEST_HITS, DEFAULT_SEQS
 from hmmcascade import filters, profiles
+from hmmcascade.instrument import Instrument
 
 Z = 2000
 
@@ -161,10 +162,10 @@ def test_forward_filter_matches_float64_forward(default_hmms, msv_sample, device
     ff = filters.ForwardFilter(device, filters.DeviceModels(device, db), 64 << 10, path=path)  # several launches
     pair_model = np.repeat(np.arange(len(db)), len(sub))
     pair_seq = np.tile(np.arange(len(sub)), len(db))
-    log = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(filters, "LAUNCH_LOG", log)
+        mp.setattr(device, "instrument", Instrument(launches=True))
         got, _ = ff(batch, pair_seq, pair_model)
+        log = device.instrument.launches
     warp = [r for r in log if r[0].startswith("ForwardFilter/warp")]
     if path == "warp":  # M 13, 44, 59 -> warp4; 154, 216 -> warp8; 363 -> warp12; 647 -> warp24; 1021 -> warp32
         # (in launch order; with a side queue its launches, warp24 and warp32, come first)

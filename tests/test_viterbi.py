@@ -23,6 +23,7 @@ from conftest import BEST_HITS, PYHMMER_DATA, concat, sorted_by_length
 from hmmcascade import cascade, filters, profiles, stats
 from hmmcascade import io as hio
 from hmmcascade.io import SequenceSet
+from hmmcascade.instrument import Instrument
 from hmmcascade.options import SearchOptions
 
 WORD_NEG_INF = -32768
@@ -234,11 +235,11 @@ def wg_run(wg_sample, device):
     words, logs = {}, {}
     for path in ("serial", "wg", "warp"):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(filters, "LAUNCH_LOG", [])
+            mp.setattr(device, "instrument", Instrument(launches=True))
             vf = filters.ViterbiFilter(device, models, 1 << 20, options=SearchOptions(viterbi=path))
             assert vf.path == path
             words[path], _ = vf(batch, pair_seq, pair_model)
-            logs[path] = filters.LAUNCH_LOG
+            logs[path] = device.instrument.launches
     return db, batch, models, pair_seq, pair_model, words, logs
 
 
@@ -283,10 +284,10 @@ def test_models_over_the_bound_take_the_serial_kernel(wg_run, device):
     db, batch, models, pair_seq, pair_model, words, _ = wg_run
     vf = filters.ViterbiFilter(device, models, 1 << 20, path="wg")
     vf.wg_qmax = 64
-    log = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(filters, "LAUNCH_LOG", log)
+        mp.setattr(device, "instrument", Instrument(launches=True))
         got, _ = vf(batch, pair_seq, pair_model)
+        log = device.instrument.launches
     np.testing.assert_array_equal(got, words["serial"])
     n_wg = int((models.node_words[pair_model] <= 64).sum())
     assert sum(r[2] for r in log if r[0] == "ViterbiFilter/wg") == n_wg

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .instrument import Instrument
+
 if TYPE_CHECKING:
     from .options import SearchOptions
 
@@ -164,6 +166,9 @@ class Device:
     #: (SearchOptions.inline_ptx, given to :func:`open_device`)
     inline_ptx: bool = True
     _lock: object = field(default_factory=threading.RLock, repr=False, compare=False)
+    #: profiling records (:class:`~hmmcascade.instrument.Instrument`; all off by default); a search
+    #: given one puts it here for its duration, and every stage records through ``dev.instrument``
+    instrument: Instrument = field(default_factory=Instrument, repr=False, compare=False)
 
     _wait_hook = None
     _wait_hook_thread = None

@@ -10,8 +10,6 @@ measured with OpenCL profiling events.
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,35 +74,6 @@ def round_up(n: int, m: int) -> int:
     return (n + m - 1) // m * m
 
 
-#: When a list (benchmarks/profile_search.py sets one), every pair/job kernel launch appends
-#: ``(kernel, seconds, jobs, largest job's cells, all jobs' cells)`` to it.
-LAUNCH_LOG: list | None = None
-
-
-def log_launch(kernel: str, seconds: float, cells) -> None:
-    """Record one launch in :data:`LAUNCH_LOG` (when it is a list); ``cells()`` gives the cells per
-    job (called only while logging, so the hot path computes nothing)."""
-    if LAUNCH_LOG is None:
-        return
-    c = np.asarray(cells(), dtype=np.int64)
-    if len(c):
-        LAUNCH_LOG.append((kernel, float(seconds), len(c), int(c.max()), int(c.sum())))
-
-
-#: When a list (benchmarks/profile_search.py sets one), :func:`mark` appends ``(name, start, end)``
-#: in ``time.perf_counter`` seconds for each phase of the search.
-PHASE_LOG: list | None = None
-
-
-def mark(name: str, t0: float) -> float:
-    """Record the phase ``name`` from ``t0`` to now in :data:`PHASE_LOG`; returns now."""
-    t = time.perf_counter()
-    if PHASE_LOG is not None:
-        PHASE_LOG.append((name, t0, t))
-        _LAST_MARK.name = name  # (per thread: the threads driving batches each have theirs)
-    return t
-
-
 def union_seconds(intervals) -> float:
     """Seconds covered by the union of ``(start, end)`` nanosecond intervals (kernels that overlap
     on several queues count once)."""
@@ -117,28 +86,6 @@ def union_seconds(intervals) -> float:
             total += b - end
             end = b
     return total * 1e-9
-
-
-#: When a list (benchmarks/profile_search.py sets one), every kernel timed by :func:`event_seconds`
-#: appends ``(start ns, end ns, last phase marked before it was timed, kernel name)``: the device's
-#: timeline.  The name is ``EVENT_NAMES[event.int_ptr]`` where the profiler fills that dict (it
-#: wraps the kernels), else None.
-EVENT_LOG: list | None = None
-EVENT_NAMES: dict | None = None
-_LAST_MARK = threading.local()
-
-
-def event_seconds(events) -> float:
-    """Seconds the events' commands ran on the device, summed (waits for each; logged to :data:`EVENT_LOG`)."""
-    total = 0.0
-    for ev in events:
-        ev.wait()
-        a, b = ev.profile.start, ev.profile.end
-        total += (b - a) * 1e-9
-        if EVENT_LOG is not None:
-            EVENT_LOG.append((a, b, getattr(_LAST_MARK, "name", "start"),
-                              None if EVENT_NAMES is None else EVENT_NAMES.get(ev.int_ptr)))
-    return total
 
 
 def _emission_words(db: ProfileDB, table: np.ndarray, pad, node_major: bool = False) -> np.ndarray:
@@ -422,14 +369,14 @@ class MsvFilter:
         if isinstance(started[0], str):  # the selection's kernels: their seconds
             if then is not None:
                 then()
-            return None, event_seconds(started[1])
+            return None, self.dev.instrument.seconds(started[1])
         if len(started) == 2:  # computed in start
             if then is not None:
                 then()
             return started
         batch, model_lo, n_mod, n_seq, ev, read = started
         xj = read().reshape(n_mod, n_seq)
-        seconds = event_seconds([ev])
+        seconds = self.dev.instrument.seconds([ev])
         # the pairs to rerun (-2, and the lower bounds: the host's tests take exact scores), found
         # on the flat matrix: a 2-D nonzero is ~10 times slower
         mi, si = np.divmod(np.flatnonzero((xj == -2) | (xj <= MSV_LB_CODE)) if rerun else np.zeros(0, dtype=np.int64),
@@ -470,7 +417,7 @@ class MsvFilter:
             pairs = (self.dev.to_device(pair_seq[small]), self.dev.to_device(pair_model[small]))
             ev = self.enqueue_exact_wg(batch, *pairs, n, res)
             read = self.dev.read_async(res, np.int16, n, keep=pairs)
-            parts.append((np.flatnonzero(small), lambda: (read(), event_seconds([ev]))))
+            parts.append((np.flatnonzero(small), lambda: (read(), self.dev.instrument.seconds([ev]))))
 
         def collect():
             out = np.empty(len(pair_seq), dtype=np.int16)
@@ -516,7 +463,7 @@ class MsvFilter:
             out = np.empty(len(pair_seq), dtype=np.int16)
             for start, end, ev, res in chunks:
                 out[start:end] = res() if defer else res
-            return out, event_seconds([c[2] for c in chunks])
+            return out, self.dev.instrument.seconds([c[2] for c in chunks])
 
         return collect if defer else collect()
 
@@ -567,8 +514,8 @@ class _PairKernel:
         seconds = 0.0
         for idx, kw, read, ev in started:
             out[idx] = read()
-            sec = event_seconds([ev])
-            log_launch(self._log_name(pair_model[idx], **kw), sec,
+            sec = self.dev.instrument.seconds([ev])
+            self.dev.instrument.launch(self._log_name(pair_model[idx], **kw), sec,
                        lambda: self.models.db.M[pair_model[idx]].astype(np.int64) * batch.seqs.lengths[pair_seq[idx]])
             seconds += sec
         return out, seconds
@@ -576,7 +523,7 @@ class _PairKernel:
     def _launch(self, batch, pair_seq, pair_model, out_dtype, **kw):
         """One launch, waited for: its scores and kernel seconds."""
         read, ev = self._start(batch, pair_seq, pair_model, out_dtype, **kw)
-        return read(), event_seconds([ev])
+        return read(), self.dev.instrument.seconds([ev])
 
     def _order(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray) -> np.ndarray:
         """The pairs by model length, then target length: similar pairs side by side in a launch.
@@ -597,7 +544,7 @@ class _PairKernel:
         raise NotImplementedError
 
     def _log_name(self, pair_model, **kw) -> str:
-        """The kernel's name in :data:`LAUNCH_LOG` for a launch of these pairs."""
+        """The kernel's name in the instrument's launch records for a launch of these pairs."""
         return type(self).__name__
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import Device
-from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, event_seconds, round_up
+from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, round_up
 from .options import choose
 
 __all__ = ["DeviceSelect", "select_enabled"]
@@ -238,7 +238,7 @@ class BatchSelect:
         self._compact(n1, 0, cls, sel.n_regions + 1, self.msv.seq, self.msv.model, fs, lists)
         counts, cells = self._read_counts(lists)
         if ev_b is not None:
-            info["bias_s"] = event_seconds([ev_b])
+            info["bias_s"] = self.sel.dev.instrument.seconds([ev_b])
         if (counts[:R + 1] > lists.cap).any():
             return False
         if counts[R]:
@@ -263,7 +263,7 @@ class BatchSelect:
                         sel.pass_f1, sel.pass_f2_msv, sel.vit_region, np.int32(REGION_FWD), cls)
         self._compact(n, off, cls, sel.n_regions, lists.seq, lists.model, lists.val, lists)
         counts_cells = self._read_counts(lists)
-        self.info["reruns"], self.info["rerun_s"] = n, event_seconds([ev])
+        self.info["reruns"], self.info["rerun_s"] = n, self.sel.dev.instrument.seconds([ev])
         return counts_cells
 
     def viterbi_stage(self) -> dict | None:
@@ -281,7 +281,7 @@ class BatchSelect:
             vit_events += self._viterbi_region(lists, r, n, max_Q, wg)
         if vit_events:
             counts, _ = self._read_counts(lists)
-            info["vit_s"] = event_seconds(vit_events)
+            info["vit_s"] = self.sel.dev.instrument.seconds(vit_events)
             if counts[REGION_FWD] > lists.cap:
                 return None
         n_f = int(counts[REGION_FWD])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import opencl
-from ..filters import VIT_WARP_C, DeviceBatch, event_seconds, log_launch, on_side_queue, round_up, warp_runs
+from ..filters import VIT_WARP_C, DeviceBatch, on_side_queue, round_up, warp_runs
 from ..options import choose
 from .launches import DomainLaunches
 
@@ -136,10 +136,10 @@ class PosteriorDecoder:
         pending = []
 
         def finish(a, j0, j1, ls, ev, q, scr, d_out, job_off, lane_need, _hold=None):
-            sec = event_seconds([ev])
+            sec = self.dev.instrument.seconds([ev])
             self.launches.kernel_s["decode"] += sec
             self.launches.intervals.append((ev.profile.start, ev.profile.end))
-            log_launch(f"fb_parser/warp{seg_c[a]}" if seg_c[a] else "fb_parser/serial", sec,
+            self.dev.instrument.launch(f"fb_parser/warp{seg_c[a]}" if seg_c[a] else "fb_parser/serial", sec,
                        lambda: self.db.M[job[a + j0:a + j1, 1]].astype(np.int64) * L[order[a + j0:a + j1]])
             cl.enqueue_copy(q, out[a + j0:a + j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[a + j0:a + j1, 5] > region_cap)

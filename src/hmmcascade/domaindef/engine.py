@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..device import Device
-from ..filters import DeviceBatch, DeviceModels, mark
+from ..filters import DeviceBatch, DeviceModels
 from ..options import SearchOptions
 from ..profiles import ProfileDB
 from .decode import PosteriorDecoder
@@ -73,7 +73,7 @@ class DomainEngine:
         # ---- [decode block] regions per pair and the expected number of domains
         tm = time.perf_counter()
         regions, nexpected, _, _ = self.decoder.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
-        tm = mark("dom.decode", tm)
+        tm = self.launches.dev.instrument.mark("dom.decode", tm)
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
         # stochastic trace clustering on the device (hmmcascade/kernels/ensemble.cl, bit-exact with ensemble.py);
         # regions the kernel flags, or all with the option ensemble="python", on the host (workers)
@@ -85,7 +85,7 @@ class DomainEngine:
             res = self.ensembles.run(batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
                                      reg[mr, 0], reg[mr, 1])
             ensemble_out = dict(zip(zip(mp.tolist(), (mr - segment_starts(nreg)[mp]).tolist()), res))
-        tm = mark("dom.ensemble", tm)
+        tm = self.launches.dev.instrument.mark("dom.ensemble", tm)
 
         # ---- [envelope and scoring block]
         # envelopes in HMMER's order (regions left to right; clusters in order within a region),
@@ -100,13 +100,13 @@ class DomainEngine:
                            axis=1)
             env = self.rescorer.envelopes(batch, js, jm, jobs.i, jobs.j - jobs.i + 1, xfm, mode=1, traces=False,
                                           lazy=True)
-        mark("dom.envelopes", tm)
+        self.launches.dev.instrument.mark("dom.envelopes", tm)
 
         def score():
             t0 = time.perf_counter()
             out = score_domains(self.db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected,
                                 ensemble_out, jobs, env() if callable(env) else env, null2=self.null2)
-            mark("dom.score", t0)
+            self.launches.dev.instrument.mark("dom.score", t0)
             return out
 
         return score

@@ -24,7 +24,7 @@ from functools import partial
 import numpy as np
 
 from ..device import opencl
-from ..filters import (VIT_WARP_C, DeviceBatch, event_seconds, log_launch, on_side_queue, round_up, union_seconds,
+from ..filters import (VIT_WARP_C, DeviceBatch, on_side_queue, round_up, union_seconds,
                        warp_runs)
 from ..options import choose
 from .launches import DomainLaunches
@@ -150,11 +150,11 @@ class EnvelopeRescorer:
 
         def finish(j0, j1, ev, read, keep, q, nbytes):
             k = j1 - j0
-            sec = event_seconds([ev])
+            sec = self.dev.instrument.seconds([ev])
             with self.launches.stats_lock:
                 self.launches.kernel_s["envelope"] += sec
                 sink[0].append((ev.profile.start, ev.profile.end))
-            log_launch(f"envelope{mode}/{f'warp{chunk_of[j0]}' if chunk_of.get(j0) else kernel}", sec,
+            self.dev.instrument.launch(f"envelope{mode}/{f'warp{chunk_of[j0]}' if chunk_of.get(j0) else kernel}", sec,
                        lambda: Ms[j0:j1] * Ls[j0:j1])
             c = cap[j0:j1]
             tr_off = np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64)
@@ -224,7 +224,7 @@ class EnvelopeRescorer:
             else:
                 ev = self.k_env(q, (round_up(k, ls),), (ls,), *common)
             if mode == 0:
-                sec = event_seconds([ev])
+                sec = self.dev.instrument.seconds([ev])
                 self.launches.kernel_s["envelope"] += sec
                 self.launches.intervals.append((ev.profile.start, ev.profile.end))
                 info = np.empty((k, 4), dtype=F32)

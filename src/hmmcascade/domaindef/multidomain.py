@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device import opencl
-from ..filters import LOCAL_SIZE, VIT_WARP_C, DeviceBatch, event_seconds, log_launch, round_up, warp_runs
+from ..filters import LOCAL_SIZE, VIT_WARP_C, DeviceBatch, round_up, warp_runs
 from ..options import choose
 from ..profiles import logf_array, logf_is_glibc
 from .ensemble import NSAMPLES, SEED, EaselRandom, ModelTables, RegionForward
@@ -241,18 +241,18 @@ class RegionEnsembles:
 
         def finish(idx, evs_f, ev_e, q, scr, scr_off, reads, keep):
             k = len(idx)
-            sec = event_seconds(evs_f)
+            sec = self.dev.instrument.seconds(evs_f)
             stats.forward_s += sec
             self.launches.kernel_s["region_fwd"] += sec
             self.launches.intervals += [(ev.profile.start, ev.profile.end) for ev in evs_f]
-            log_launch("region_fwd", sec, lambda: M[idx] * Lr[idx])
+            self.dev.instrument.launch("region_fwd", sec, lambda: M[idx] * Lr[idx])
             self.launches.cells["region_fwd"] += int((M[idx] * Lr[idx]).sum())
             if on_device:
-                sec = event_seconds([ev_e])
+                sec = self.dev.instrument.seconds([ev_e])
                 stats.ensemble_s += sec
                 self.launches.kernel_s["ensemble"] += sec
                 self.launches.intervals.append((ev_e.profile.start, ev_e.profile.end))
-                log_launch("region_ensemble", sec, lambda: M[idx] * Lr[idx])
+                self.dev.instrument.launch("region_ensemble", sec, lambda: M[idx] * Lr[idx])
                 status, envs, n2, n2log = (read() for read in reads[0])
                 n2_off = reads[1]
                 envs = envs.reshape(k, env_cap, 2)
