@@ -23,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hmmcascade import cascade, filters  # noqa: E402
+from hmmcascade import cascade, scheduler  # noqa: E402
+from hmmcascade.instrument import Instrument  # noqa: E402
 from run_benchmark import add_workload_arguments, open_workload, workload_options  # noqa: E402
 
 
@@ -123,14 +124,14 @@ def report_overlap(buf, ev) -> None:
 
 
 class _NamedKernel:
-    """A kernel whose launches' events are named in filters.EVENT_NAMES."""
+    """A kernel whose launches' events are named in the device's instrument (``event_names``)."""
 
-    def __init__(self, kernel, name):
-        self._kernel, self._name = kernel, name
+    def __init__(self, kernel, name, names: dict):
+        self._kernel, self._name, self._names = kernel, name, names
 
     def __call__(self, *args, **kwargs):
         ev = self._kernel(*args, **kwargs)
-        filters.EVENT_NAMES[ev.int_ptr] = self._name
+        self._names[ev.int_ptr] = self._name
         return ev
 
     def __getattr__(self, attr):
@@ -145,10 +146,9 @@ def name_kernels(dev) -> None:
 
     def kernel(self, program, name):
         k = real(self, program, name)
-        return k if isinstance(k, _NamedKernel) else _NamedKernel(k, name)
+        return k if isinstance(k, _NamedKernel) else _NamedKernel(k, name, self.instrument.event_names)
 
     Device.kernel = kernel
-    filters.EVENT_NAMES = {}
 
 
 def main() -> int:
@@ -156,13 +156,13 @@ def main() -> int:
     add_workload_arguments(ap)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default=None, help="also write the report here")
-    ap.add_argument("--batches", type=int, default=None, help="at least this many batches (cascade.PIPELINE_BATCHES)")
-    ap.add_argument("--fill-depth", type=int, default=None, help="cascade.FILL_DEPTH")
-    ap.add_argument("--ahead", type=int, default=None, help="MSV ranges started ahead of the one read (cascade.MSV_AHEAD)")
+    ap.add_argument("--batches", type=int, default=None, help="at least this many batches (scheduler.PIPELINE_BATCHES)")
+    ap.add_argument("--fill-depth", type=int, default=None, help="scheduler.FILL_DEPTH")
+    ap.add_argument("--ahead", type=int, default=None, help="MSV ranges started ahead of the one read (scheduler.MSV_AHEAD)")
     ap.add_argument("--begun-ahead", type=int, default=None,
-                    help="batches prepared ahead, whose MSV ranges fill the device (cascade.BEGUN_AHEAD)")
+                    help="batches prepared ahead, whose MSV ranges fill the device (scheduler.BEGUN_AHEAD)")
     ap.add_argument("--filter-thread", type=int, default=None,
-                    help="batches whose filters run ahead in a thread of their own (cascade.FILTER_THREAD)")
+                    help="batches whose filters run ahead in a thread of their own (scheduler.FILTER_THREAD)")
     ap.add_argument("--records-after", action="store_true",
                     help="make the records after the batch loop (how much the records thread slows the loop)")
     ap.add_argument("--serial", action="store_true",
@@ -181,15 +181,15 @@ def main() -> int:
     args = ap.parse_args()
 
     if args.batches:
-        cascade.PIPELINE_BATCHES = args.batches
+        scheduler.PIPELINE_BATCHES = args.batches
     if args.fill_depth:
-        cascade.FILL_DEPTH = args.fill_depth
+        scheduler.FILL_DEPTH = args.fill_depth
     if args.ahead:
-        cascade.MSV_AHEAD = args.ahead
+        scheduler.MSV_AHEAD = args.ahead
     if args.begun_ahead:
-        cascade.BEGUN_AHEAD = args.begun_ahead
+        scheduler.BEGUN_AHEAD = args.begun_ahead
     if args.filter_thread is not None:
-        cascade.FILTER_THREAD = args.filter_thread
+        scheduler.FILTER_THREAD = args.filter_thread
     db, seqs, dev = open_workload(args)
 
     engines = []
@@ -211,11 +211,9 @@ def main() -> int:
             gc_s[0] += time.perf_counter() - gc_s[1]
 
     gc.callbacks.append(gc_clock)
-    filters.LAUNCH_LOG = []
-    filters.PHASE_LOG = []
-    filters.EVENT_LOG = []
+    dev.instrument = inst = Instrument(launches=True, phases=True, events=True)
     name_kernels(dev)
-    real_pool = cascade.ThreadPoolExecutor
+    real_pool = scheduler.ThreadPoolExecutor
     if args.serial:  # the worker thread's work done in the main thread, where cProfile sees it alone
         from concurrent.futures import Future
 
@@ -225,7 +223,7 @@ def main() -> int:
                 fut.set_result(fn(*a, **k))
                 return fut
 
-        cascade.ThreadPoolExecutor = ImmediatePool
+        scheduler.ThreadPoolExecutor = ImmediatePool
     if args.records_after:  # the worker thread's work done after the device's last launch
         class DeferredPool(real_pool):
             def submit(self, fn, *a, **k):
@@ -234,11 +232,11 @@ def main() -> int:
                         return fn(*a, **k)
                 return Later()
 
-        cascade.ThreadPoolExecutor = DeferredPool
+        scheduler.ThreadPoolExecutor = DeferredPool
     if args.warm:
         cascade.search(db, seqs, dev, options=workload_options(args))
         engines.clear()
-        for log in (filters.LAUNCH_LOG, filters.PHASE_LOG, filters.EVENT_LOG):
+        for log in (inst.launches, inst.phases, inst.events):
             log.clear()
     prof = cProfile.Profile()
     sampler = ThreadSampler(args.sample) if args.sample else None
@@ -264,13 +262,13 @@ def main() -> int:
               "cells:", eng.domains.launches.cells, file=buf)
     print("\nphases (wall seconds, in order; the per-batch sequence):", file=buf)
     tot = {}
-    for name, a, b in filters.PHASE_LOG:
+    for name, a, b in inst.phases:
         tot[name] = tot.get(name, 0.0) + b - a
         print(f"  {name:16s} {a - t:8.3f} -> {b - t:8.3f}  {b - a:7.3f}s", file=buf)
     print("  totals:", {k: round(v, 3) for k, v in tot.items()}, file=buf)
     # the device's idle time: gaps between kernels (all kernels timed, in start order), each put
     # down to the phase marked last before the kernel after the gap was timed
-    ev = sorted(filters.EVENT_LOG, key=lambda e: e[:2])
+    ev = sorted(inst.events, key=lambda e: e[:2])
     if ev:
         gaps, end, busy = [], ev[0][0], 0  # (length ns, where it starts, label)
         for a, b, label, _ in ev:
@@ -293,7 +291,7 @@ def main() -> int:
     print("\nlaunches per kernel: count, seconds, jobs, GCUPS; the slowest launches with their largest job's cells",
           file=buf)
     by = {}
-    for rec in filters.LAUNCH_LOG:
+    for rec in inst.launches:
         by.setdefault(rec[0], []).append(rec)
     for name, recs in by.items():
         sec = sum(r[1] for r in recs)
@@ -303,13 +301,13 @@ def main() -> int:
         for r in sorted(recs, key=lambda r: -r[1])[:5]:
             print(f"      {r[1]:8.4f}s jobs {r[2]:7d} max job {r[3]:.3e} cells, all {r[4]:.3e} "
                   f"({r[4] / max(r[1], 1e-12) / 1e9:.1f} GCUPS)", file=buf)
-    cascade.ThreadPoolExecutor = real_pool
+    scheduler.ThreadPoolExecutor = real_pool
     if sampler:
         sampler.report(buf, args.top)
         for w in args.window:
             lo, hi = (float(x) for x in w.split(":"))
             sampler.report_window(buf, lo, hi, args.top)
-        for name, a, b in (filters.PHASE_LOG[-args.phase_windows:] if args.phase_windows else []):
+        for name, a, b in (inst.phases[-args.phase_windows:] if args.phase_windows else []):
             print(f"\n==== phase {name}", file=buf)
             sampler.report_window(buf, a - sampler.t0, b - sampler.t0, 12)
     for key in (("tottime", "cumulative") if not sampler else ()):

@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, profiles, stats
+from hmmcascade import cascade, profiles, scheduler, stats
 from hmmcascade.options import SearchOptions
 
 
@@ -43,12 +43,12 @@ def test_msv_pass_equals_per_pair_p_values(default_db, F1):
 
 
 def test_batches_cut_by_residues():
-    """_batches: consecutive ranges covering every sequence, each within the cell, count and residue
+    """cut_batches: consecutive ranges covering every sequence, each within the cell, count and residue
     bounds (a single sequence may pass the residue bound alone; the last batch by the remainder
     it takes in, under 1/16 of the bound)."""
     lengths = np.sort(np.random.default_rng(3).integers(1, 900, 5000))
     for max_residues in (None, 1, 40_000, 10**9):
-        cuts = list(cascade._batches(lengths, 2_000_000, 1500, max_residues))
+        cuts = list(scheduler.cut_batches(lengths, 2_000_000, 1500, max_residues))
         assert cuts[0][0] == 0 and cuts[-1][1] == len(lengths)
         assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
         for lo, hi in cuts:
@@ -56,30 +56,30 @@ def test_batches_cut_by_residues():
             if max_residues is not None:
                 bound = max_residues + (max_residues // 16 if hi == len(lengths) else 0)
                 assert hi - lo == 1 or lengths[lo:hi].sum() <= bound
-    assert len(list(cascade._batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000 - 1
+    assert len(list(scheduler.cut_batches(lengths, 2_000_000, 1500, 40_000))) >= lengths.sum() // 40_000 - 1
     # a remainder of a few residues joins the last batch instead of making one of its own
     total = int(lengths.sum())
-    cuts = list(cascade._batches(lengths, 10**9, 10**6, total // 2 - 100))
+    cuts = list(scheduler.cut_batches(lengths, 10**9, 10**6, total // 2 - 100))
     assert len(cuts) == 2 and cuts[-1][1] == len(lengths)
-    cuts = list(cascade._batches(lengths, 10**9, 10**6, total // 3))
+    cuts = list(scheduler.cut_batches(lengths, 10**9, 10**6, total // 3))
     assert len(cuts) == 3 or lengths[cuts[-1][0]:].sum() >= total // 3 // 16
 
 
 def test_taper_halves_the_last_full_batch():
-    """_taper: the cuts still cover every sequence in order; the last batch of at least half the
+    """taper: the cuts still cover every sequence in order; the last batch of at least half the
     residue bound is cut into two of about equal residues; the short last batch (the longest sequences) stays as it was."""
     lengths = np.sort(np.random.default_rng(5).integers(1, 1000, 10_000))
     bound = int(lengths.sum()) // 4 + 1
     # (the three longest as a short last batch of their own, as the cell bound can leave them)
-    cuts = list(cascade._batches(lengths[:-3], 1 << 30, 1 << 20, bound)) + [(len(lengths) - 3, len(lengths))]
-    tapered = cascade._taper(cuts, lengths, bound)
+    cuts = list(scheduler.cut_batches(lengths[:-3], 1 << 30, 1 << 20, bound)) + [(len(lengths) - 3, len(lengths))]
+    tapered = scheduler.taper(cuts, lengths, bound)
     assert len(tapered) == len(cuts) + 1 and tapered[0][0] == 0 and tapered[-1][1] == len(lengths)
     assert all(a[1] == b[0] for a, b in zip(tapered, tapered[1:]))
     res = [int(lengths[a:b].sum()) for a, b in tapered]
     assert abs(res[-3] - res[-2]) <= 2000 and res[-3] + res[-2] >= bound // 2 and tapered[-1] == cuts[-1]
-    assert cascade._taper([(0, 1)], lengths[:1], bound) == [(0, 1)]
+    assert scheduler.taper([(0, 1)], lengths[:1], bound) == [(0, 1)]
     # twice: the last half cut again, into quarters of the last batch
-    twice = cascade._taper(cuts, lengths, bound, splits=2)
+    twice = scheduler.taper(cuts, lengths, bound, splits=2)
     assert len(twice) == len(cuts) + 2 and twice[:-3] == tapered[:-2] and twice[-1] == cuts[-1]
     assert twice[-3][0] == tapered[-2][0] and twice[-2][1] == tapered[-2][1]
     q = [int(lengths[a:b].sum()) for a, b in twice[-3:-1]]
@@ -97,17 +97,17 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
     batch's MSV launches started while the host waits in this batch's later stages: the device's
     wait hook, up to BEGUN_AHEAD batches ahead); the filters' tests on the device or the host.
     (``tiled``: the GPUs' asynchronous MSV path, also on a CPU device.)"""
-    monkeypatch.setattr(cascade, "MIN_BATCH_RESIDUES", 1)
-    monkeypatch.setattr(cascade, "PIPELINE_BATCHES", 5)
-    monkeypatch.setattr(cascade, "FILTER_THREAD", filter_thread)
-    monkeypatch.setattr(cascade, "BEGUN_AHEAD", 2 if msv_path else 1)  # the hook's ranges from one or two batches
+    monkeypatch.setattr(scheduler, "MIN_BATCH_RESIDUES", 1)
+    monkeypatch.setattr(scheduler, "PIPELINE_BATCHES", 5)
+    monkeypatch.setattr(scheduler, "FILTER_THREAD", filter_thread)
+    monkeypatch.setattr(scheduler, "BEGUN_AHEAD", 2 if msv_path else 1)  # the hook's ranges from one or two batches
     if msv_path:
         monkeypatch.setattr(cascade, "MsvFilter", partial(cascade.MsvFilter, path=msv_path))
     cuts = []
-    real = cascade._batches
-    monkeypatch.setattr(cascade, "_batches", lambda *a: cuts.append(list(real(*a))) or iter(cuts[-1]))
+    real = scheduler.cut_batches
+    monkeypatch.setattr(scheduler, "cut_batches", lambda *a: cuts.append(list(real(*a))) or iter(cuts[-1]))
     filled = []
-    real_fill = cascade._MsvRun.fill
+    real_fill = scheduler.MsvRun.fill
 
     def fill(run, depth=None):  # count the ranges started by the wait hook
         before = run.n_started
@@ -115,7 +115,7 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
         filled.append(run.n_started - before)
         return queued
 
-    monkeypatch.setattr(cascade._MsvRun, "fill", fill)
+    monkeypatch.setattr(scheduler.MsvRun, "fill", fill)
     threads = set()
     real_filter = cascade.Cascade.filter_batch
     monkeypatch.setattr(cascade.Cascade, "filter_batch",

@@ -24,10 +24,7 @@ allows), and only survivors go on to the pair kernels.
 from __future__ import annotations
 
 import math
-import sys
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import chain
@@ -37,16 +34,18 @@ import numpy as np
 
 from . import stats
 from .builds import prebuild
-from .device import CL_COMPLETE, Device
+from .device import Device
 from .domaindef.engine import DomainEngine
 from .domaindef.records import DomainSource, PairDomainsBatch
 from .domaindef.segments import segment_ranges
-from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, mark, union_seconds
+from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, union_seconds
+from .instrument import Instrument
 from .io import SequenceSet
 from .options import SearchOptions
 from .planner import MemoryPlan
 from .profiles import ProfileDB, length_params
 from .results import Hit, gc_paused
+from .scheduler import MsvRun, plan_batches, run_batches, running
 
 __all__ = ["Thresholds", "StageStats", "Hits", "SearchResult", "search"]
 
@@ -158,65 +157,6 @@ class SearchResult:
     records: list = field(default_factory=list)  #: every hit record (reported or not), with domains
 
 
-#: a search cuts its targets into at least this many batches (of MIN_BATCH_RESIDUES or more), so that
-#: the host's work on one batch (domain scores, records) overlaps the device's on the next.  Measured
-#: on an H100 (dev-x10, 2026-11-21): 16.8 s with 4, 17.2-18.5 s with 6, 17.4 s with 10.
-PIPELINE_BATCHES = 4
-MIN_BATCH_RESIDUES = 1 << 20
-
-
-def _batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_residues: int | None = None):
-    """Cut a length-sorted array into batches with n_seq * L_max <= max_cells and, when given,
-    at most ``max_residues`` residues (every batch has at least one sequence)."""
-    n = len(lengths_sorted)
-    cum = np.concatenate([[0], np.cumsum(lengths_sorted, dtype=np.int64)])
-    start = 0
-    lengths = np.asarray(lengths_sorted, dtype=np.int64)
-    while start < n:
-        # the batch grows while each bound allows one more sequence (every bound grows with the
-        # batch: lengths ascend), so its end is the first sequence some bound refuses
-        e = np.arange(start + 1, n, dtype=np.int64)
-        ok = (e - start < max_seqs) & ((e + 1 - start) * lengths[start + 1:] <= max_cells)
-        if max_residues is not None:
-            ok &= cum[start + 2:] - cum[start] <= max_residues
-        end = n if ok.all() else start + 1 + int(np.argmin(ok))
-        # a remainder of under 1/16 of the residue bound joins this batch where the other bounds allow
-        # (a batch of its own, the longest sequences, would pass through every stage alone at the end)
-        if max_residues is not None and end < n and cum[n] - cum[end] < max_residues // 16 \
-                and n - start <= max_seqs and (n - start) * int(lengths_sorted[n - 1]) <= max_cells:
-            end = n
-        yield start, end
-        start = end
-
-
-#: how many times :func:`_taper` halves the search's last batch
-TAPER_SPLITS = 1
-
-
-def _taper(cuts: list, lengths_sorted: np.ndarray, batch_residues: int, splits: int | None = None) -> list:
-    """The last batch of about ``batch_residues`` residues cut in two halves (by residues), the last
-    half again in two, ``splits`` times in all (default :data:`TAPER_SPLITS`).
-
-    What runs after the device's last launch (the last batch's records, the thresholds) and the
-    last batch's idle moments (no next batch's MSV launches fill them) grow with its size."""
-    splits = TAPER_SPLITS if splits is None else splits
-    for _ in range(splits):
-        cuts = _taper_once(cuts, lengths_sorted, batch_residues)
-        batch_residues //= 2
-    return cuts
-
-
-def _taper_once(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> list:
-    cum = np.concatenate([[0], np.cumsum(lengths_sorted, dtype=np.int64)])
-    for n in range(len(cuts) - 1, -1, -1):
-        lo, hi = cuts[n]
-        if hi - lo >= 2 and cum[hi] - cum[lo] >= batch_residues // 2:
-            mid = int(np.searchsorted(cum, (cum[lo] + cum[hi]) // 2))
-            mid = min(max(mid, lo + 1), hi - 1)
-            return cuts[:n] + [(lo, mid), (mid, hi)] + cuts[n + 1:]
-    return cuts
-
-
 class Cascade:
     """The device kernels for one model database, reusable across sequence batches."""
 
@@ -253,16 +193,16 @@ class Cascade:
     def begin_batch(self, seqs: SequenceSet, th: Thresholds) -> "_Begun":
         """A batch's host preparation and upload; its MSV launches are ready to start (they start
         when :meth:`run_batch` reads them, or earlier, when the device's wait hook calls
-        :meth:`_MsvRun.fill` while the previous batch is in its later stages)."""
+        :meth:`MsvRun.fill` while the previous batch is in its later stages)."""
         t0 = time.perf_counter()
         lp = length_params(seqs.lengths, self.db)
         batch = DeviceBatch.upload(self.dev, seqs, lp)
         thr_model, thr_seq = _msv_thresholds(lp, self.db, th.F1)
         sel = self._select(th)
         select = None if sel is None else (lambda n_ranges: sel.begin_batch(batch, lp, n_ranges))
-        begun = _Begun(seqs, lp, batch, _MsvRun(self.msv, batch, thr_model, thr_seq, select=select),
+        begun = _Begun(seqs, lp, batch, MsvRun(self.msv, batch, thr_model, thr_seq, select=select),
                        time.perf_counter() - t0)
-        mark("begin", t0)
+        self.dev.instrument.mark("begin", t0)
         return begun
 
     def _select(self, th: Thresholds):
@@ -308,15 +248,15 @@ class Cascade:
         seqs, lp, batch = begun.seqs, begun.lp, begun.batch
         L = seqs.lengths.astype(np.int64)
         host = time.perf_counter() - t0 + begun.host_s
-        tm = mark("prepare", t0)
-        mark(f"msv.ahead {begun.msv.n_started}/{len(begun.msv.groups)}", tm)  # ranges started in earlier stages
+        tm = self.dev.instrument.mark("prepare", t0)
+        self.dev.instrument.mark(f"msv.ahead {begun.msv.n_started}/{len(begun.msv.groups)}", tm)  # ranges started in earlier stages
         passed = None
         if begun.msv.select is not None:
             passed, tm, h = self._filters_select(begun, th, st, fill, prepare)
             host += h
             if passed is None:  # a device list overflowed: the host's tests redo the batch
                 st = StageStats()
-                begun.msv = _MsvRun(self.msv, batch, *_msv_thresholds(lp, self.db, th.F1))
+                begun.msv = MsvRun(self.msv, batch, *_msv_thresholds(lp, self.db, th.F1))
                 self.dev.wait_hook = None
                 prepare = None  # (done)
         if passed is None:
@@ -337,7 +277,7 @@ class Cascade:
         out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
         out["nullsc"] = lp.nullsc_nats[out["seq"]]
         out["batch"] = batch
-        mark("forward", tm)
+        self.dev.instrument.mark("forward", tm)
         st.host_s = host + time.perf_counter() - t1
         return out, st
 
@@ -396,7 +336,7 @@ class Cascade:
         usc = np.concatenate(usc_all)
         st.past_msv = len(seq_i)
         host += time.perf_counter() - t1
-        tm = mark("msv", tm)
+        tm = self.dev.instrument.mark("msv", tm)
         if th.bias_filter and len(seq_i):
             hmm_nats, sec = self.bias(batch, seq_i, mod_i)
             t1 = time.perf_counter()
@@ -414,7 +354,7 @@ class Cascade:
             filtersc = lp.nullsc_nats[seq_i]
             bias_bits = stats.bits(usc, filtersc)
         st.past_bias = len(seq_i)
-        tm = mark("bias", tm)
+        tm = self.dev.instrument.mark("bias", tm)
         # the Viterbi filter runs where the MSV P-value is above F2
         run_vit = ~stats.passes(bias_bits, mod_i, _pass_bits(cache, gumbel, ev, 0, th.F2), gumbel, ev[:, 0], ev[:, 1],
                                 th.F2)
@@ -434,7 +374,7 @@ class Cascade:
             seq_i, mod_i, filtersc = seq_i[keep], mod_i[keep], filtersc[keep]
             host += time.perf_counter() - t1
         st.past_vit = len(seq_i)
-        tm = mark("viterbi", tm)
+        tm = self.dev.instrument.mark("viterbi", tm)
         return (seq_i, mod_i, filtersc), tm, host
 
     def _filters_select(self, begun: "_Begun", th: Thresholds, st: StageStats, fill, prepare):
@@ -462,7 +402,7 @@ class Cascade:
         st.kernel_s["msv"] += seconds
         st.cells["msv"] += int(db.M.sum()) * int(L.sum())
         st.pairs["msv"] += len(db) * len(begun.seqs)
-        tm = mark("msv", t0)
+        tm = self.dev.instrument.mark("msv", t0)
         if msv is None:
             return None, tm, host
         st.past_msv, bias_cells, st.msv_reruns = msv
@@ -478,7 +418,7 @@ class Cascade:
         st.msv_reruns += sel.info["reruns"]  # lower bounds that left the pair's region open
         st.msv_rerun_s += sel.info["rerun_s"]
         st.kernel_s["msv"] += sel.info["rerun_s"]
-        tm = mark("bias", tm)
+        tm = self.dev.instrument.mark("bias", tm)
         host += time.perf_counter() - t1
         out = sel.viterbi_stage()
         if out is None:
@@ -492,7 +432,7 @@ class Cascade:
         seq_i, mod_i, filtersc = out["seq"][order], out["model"][order], out["filtersc"][order]
         st.past_vit = len(seq_i)
         host += time.perf_counter() - t1
-        tm = mark("viterbi", tm)
+        tm = self.dev.instrument.mark("viterbi", tm)
         return (seq_i, mod_i, filtersc), tm, host
 
 @dataclass
@@ -502,94 +442,8 @@ class _Begun:
     seqs: SequenceSet
     lp: object  #: its LengthParams
     batch: DeviceBatch
-    msv: "_MsvRun"
+    msv: "MsvRun"
     host_s: float
-
-
-#: batches whose filters (MSV to Forward) a thread of their own runs ahead of the batch in its domain
-#: stage (0: none; then one thread runs each batch's stages in turn, the device's wait hook starting
-#: later batches' MSV launches in the idle moments)
-FILTER_THREAD = 1
-#: batches whose domain stage holds device buffers at once when device memory is short: the one
-#: the device works on and the one whose records the worker thread makes (their envelope results
-#: are read there); then a batch's domain stage waits for the records of the batch this many before
-#: it (the memory plan counts on it).  Memory is short when the buffers in use pass
-#: DOMAIN_WAIT_FRACTION of the budget: waiting always cost dev-x10 0.4-0.6 s (H100, 2026-11-25).
-DOMAIN_BATCHES_IN_FLIGHT = 2
-DOMAIN_WAIT_FRACTION = 0.5
-
-
-def _bound_domain_batches(dev: Device, pending: list, b: int) -> None:
-    """Before batch ``b``'s domain stage: wait for the records of batch ``b - DOMAIN_BATCHES_IN_FLIGHT``
-    where device memory is short (their envelope buffers go with them)."""
-    if b >= DOMAIN_BATCHES_IN_FLIGHT and dev.memory_budget is not None \
-            and dev.in_use_bytes > DOMAIN_WAIT_FRACTION * dev.memory_budget:
-        pending[b - DOMAIN_BATCHES_IN_FLIGHT].result()
-#: :meth:`_MsvRun.fill`'s ranges queued or running at once (one range: ~12 ms on an H100)
-FILL_DEPTH = 3
-#: a batch's MSV ranges started ahead of the one the host reads
-MSV_AHEAD = 2
-#: batches prepared and uploaded ahead of the one run, whose MSV ranges the wait hook starts
-#: (measured on an H200, dev-x10, 2026-11-21: 2 and 3 no better than 1, within run-to-run noise)
-BEGUN_AHEAD = 1
-
-
-class _MsvRun:
-    """A batch's MSV launches (model ranges of :meth:`MsvFilter.model_groups`), each started
-    ahead of the host reading its result: two ahead of the range read (:meth:`ranges`) and,
-    before that, one at a time in the previous batch's later stages (:meth:`fill`)."""
-
-    def __init__(self, msv: MsvFilter, batch: DeviceBatch, thr_model: np.ndarray, thr_seq: np.ndarray,
-                 select=None):
-        self.msv, self.batch, self.thr = msv, batch, (thr_model, thr_seq)
-        self.groups = list(msv.model_groups(batch.grp_words))
-        #: the batch's :class:`~hmmcascade.select.BatchSelect` (device-side tests), or None
-        self.select = select(len(self.groups)) if callable(select) else select
-        self.started = deque()  # (lo, hi, MsvFilter.start's result), not read yet
-        self.n_started = 0
-        self._pending = []  # kernel events of the ranges fill() started, not known to be done
-
-    def all_started(self) -> bool:
-        return self.n_started >= len(self.groups)
-
-    def _start(self) -> bool:
-        if self.all_started():
-            return False
-        lo, hi = self.groups[self.n_started]
-        self.started.append((lo, hi, self.msv.start(self.batch, lo, hi, *self.thr, select=self.select,
-                                                     slot=self.n_started)))
-        self.n_started += 1
-        return True
-
-    def fill(self, depth: int | None = None) -> int:
-        """Start ranges until ``depth`` of those this started are queued or running (the device's
-        wait hook: an earlier batch's stages then wait behind at most ``depth`` ranges, and the
-        device has work while the host reads and computes); returns how many are."""
-        depth = FILL_DEPTH if depth is None else depth
-        self._pending = [e for e in self._pending if e.command_execution_status != CL_COMPLETE]
-        while len(self._pending) < depth and self._start():
-            started = self.started[-1][2]
-            if isinstance(started[0], str):
-                if started[1]:
-                    self._pending.append(started[1][0])
-            elif len(started) > 2:
-                self._pending.append(started[4])
-        return len(self._pending)
-
-    def ranges(self, ahead: int | None = None):
-        """``(lo, hi, J(L) [models, sequences], kernel seconds)`` range after range, with
-        ``ahead`` (default :data:`MSV_AHEAD`) ranges started beyond the one read."""
-        ahead = ahead or MSV_AHEAD
-
-        def top_up():
-            while len(self.started) < ahead and self._start():
-                pass
-
-        top_up()
-        while self.started:
-            lo, hi, started = self.started.popleft()
-            xj, sec = self.msv.finish(started, then=top_up)
-            yield lo, hi, xj, sec
 
 
 def _pass_bits(cache: dict, surv, ev: np.ndarray, col: int, F: float) -> np.ndarray:
@@ -651,7 +505,7 @@ def check_cutoffs(db: ProfileDB, cut: str) -> None:
 def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
            batch_cells: int | None = None, batch_seqs: int = 262144, progress=None,
            scratch_bytes: int | None = None, domains: bool = True,
-           options: SearchOptions | None = None) -> SearchResult:
+           options: SearchOptions | None = None, instrument: Instrument | None = None) -> SearchResult:
     """Search every model of ``db`` against every sequence of ``seqs``.
 
     Arguments:
@@ -670,10 +524,16 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         options: kernel variants and tunables (:class:`~hmmcascade.options.SearchOptions`;
             default: every one "auto", the device's default).  ``inline_ptx`` is a build
             option of the device: give the same options to :func:`~hmmcascade.device.open_device`.
+        instrument: profiling records to fill (:class:`~hmmcascade.instrument.Instrument`; default:
+            the device's own, all off).
 
     Returns:
         SearchResult: reportable hits, per-stage statistics, Z.
     """
+    if instrument is not None:
+        with _instrumented(dev, instrument):
+            return search(db, seqs, dev, thresholds, batch_cells=batch_cells, batch_seqs=batch_seqs,
+                          progress=progress, scratch_bytes=scratch_bytes, domains=domains, options=options)
     th = (thresholds or Thresholds()).effective()
     if th.cut:
         check_cutoffs(db, th.cut)
@@ -682,19 +542,22 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     total = StageStats(models=len(db), nodes=db.nodes, targets=len(seqs), residues=seqs.total_residues)
     dev.reset_peak()
     evicted0 = dev.evicted_bytes
+    # the models on the device, every stage's kernels, the memory plan
     cascade = Cascade(dev, db, scratch_bytes=scratch_bytes, options=options)
-    mark("init", t_start)
-    batch_cells = batch_cells or cascade.memory.batch_cells
+    dev.instrument.mark("init", t_start)
+    # targets by length (HMMER skips empty ones; they still count in Z), in batches of at most
+    # batch_cells cells, several where the targets allow: one batch's scoring and records are made
+    # on the host while the device works on the next
     order = np.argsort(seqs.lengths, kind="stable")
-    order = order[seqs.lengths[order] > 0]  # HMMER skips empty targets (they still count in Z)
-    # at least PIPELINE_BATCHES batches when the targets allow: one batch's scoring and records
-    # are made on the host while the device works on the next
-    batch_residues = max(-(-int(seqs.lengths[order].sum()) // PIPELINE_BATCHES), MIN_BATCH_RESIDUES)
-    records: list[Hit] = []
+    order = order[seqs.lengths[order] > 0]
+    lengths = seqs.lengths[order]
+    cuts = plan_batches(lengths, batch_cells or cascade.memory.batch_cells, batch_seqs)
+    dev.instrument.mark("cuts", t_start)
     done = 0
     host_s = [0.0]
+    records: list[Hit] = []
 
-    def finish_batch(index, out):  # in the worker thread
+    def batch_records(index, out):  # p7_pli_TargetReportable: a batch's hit records (in the worker thread)
         name_rank(seqs)  # the final sort's name ranks, made once, before the first batch's records (not at
         # the start, where it would hold the GIL while the first batch is prepared)
         t0 = time.perf_counter()
@@ -702,69 +565,25 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             out["domains"] = out["domains"]()
         keys = {}
         hits = make_hits(db, seqs, index, out, th, Z, keys=keys)
-        mark("make_hits", t0)
+        dev.instrument.mark("make_hits", t0)
         host_s[0] += time.perf_counter() - t0
         return hits, keys if keys or not hits else None
+
+    def report(b, st):
+        nonlocal done
+        total.add(st)
+        done += int(lengths[slice(*cuts[b])].sum())
+        if progress is not None:
+            progress(done, seqs.total_residues)
 
     # no cyclic garbage collection during the search: each automatic collection walks every live
     # object (millions of regions, records and alignment pieces on large runs), and the search
     # makes no reference cycles worth collecting early
     # (contexts leave in reverse order: the Cascade is closed before the collector freezes what lives)
-    with gc_paused(freeze=True), _switch_interval(SWITCH_INTERVAL_S), _no_wait_hook(dev), closing(cascade), \
-            ThreadPoolExecutor(max_workers=1) as worker:
-        pending = []
-        cuts = _taper(list(_batches(seqs.lengths[order], batch_cells, batch_seqs, batch_residues)),
-                      seqs.lengths[order], batch_residues)
-        mark("cuts", t_start)
-
-        def begin(b):  # batch b prepared and uploaded
-            return cascade.begin_batch(seqs.subset(order[slice(*cuts[b])]), th) if b < len(cuts) else None
-
-        def report(b, st):
-            nonlocal done
-            total.add(st)
-            done += int(seqs.lengths[order[slice(*cuts[b])]].sum())
-            if progress is not None:
-                progress(done, seqs.total_residues)
-
-        begun = {}  # batch number -> begin(b), batches prepared ahead of the one run
-        current = [0]
-
-        def get(b):
-            if b not in begun and b < len(cuts):
-                begun[b] = begin(b)
-            return begun.get(b)
-
-        def fill():  # the device's wait hook: the MSV launches of the next BEGUN_AHEAD batches
-            depth = FILL_DEPTH
-            for b in range(current[0] + 1, min(current[0] + 1 + BEGUN_AHEAD, len(cuts))):
-                run = get(b).msv
-                depth -= run.fill(depth)
-                if depth <= 0 or not run.all_started():
-                    return
-
-        if FILTER_THREAD:  # batch b + 1's filters in a thread of their own while b is in its domain stage
-            def filters(b):
-                return cascade.filter_batch(begin(b), th)
-
-            with ThreadPoolExecutor(max_workers=1) as filt:
-                ahead = deque(filt.submit(filters, b) for b in range(min(FILTER_THREAD, len(cuts))))
-                for b in range(len(cuts)):
-                    out, st = ahead.popleft().result()
-                    if b + FILTER_THREAD < len(cuts):
-                        ahead.append(filt.submit(filters, b + FILTER_THREAD))
-                    _bound_domain_batches(dev, pending, b)
-                    out, st = cascade.domain_batch(out, st, domains=domains, defer_scoring=True)
-                    pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
-                    report(b, st)
-        for b in range(len(cuts) if not FILTER_THREAD else 0):
-            current[0] = b
-            _bound_domain_batches(dev, pending, b)
-            out, st = cascade.run_batch(get(b), th, domains=domains, defer_scoring=True, fill=fill,
-                                        prepare=lambda: get(b + 1))
-            del begun[b]
-            pending.append(worker.submit(finish_batch, order[slice(*cuts[b])], out))
-            report(b, st)
+    with gc_paused(freeze=True), running(dev), closing(cascade):
+        # per batch: null1, MSV, bias, Viterbi, Forward (Cascade.filter_batch); domain definition
+        # and null2 (Cascade.domain_batch); the reportable hits' records (make_hits)
+        pending = run_batches(cascade, seqs, order, cuts, th, domains=domains, records=batch_records, report=report)
         dev.trim()  # the device is idle: the pool's free buffers go
         keys = []
         for fut in pending:
@@ -777,9 +596,9 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         tm = time.perf_counter()
         cols = key_columns(keys)
         threshold_hits(records, th, Z, db, flagged=True, cols=cols)
-        tm = mark("threshold", tm)
+        tm = dev.instrument.mark("threshold", tm)
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
-        mark("sort", tm)
+        dev.instrument.mark("sort", tm)
     total.wall_s = time.perf_counter() - t_start
     total.prebuild_s = cascade.prebuild["seconds"]
     total.memory = {**cascade.memory.as_dict(), "peak_bytes": dev.peak_bytes,
@@ -796,30 +615,14 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
 
 
-#: the interpreter's thread switch interval during a search (Python's default: 5 ms).  The main
-#: thread gives up the GIL in every OpenCL call and, with the default, waits up to 5 ms to get it
-#: back from the worker thread making records; measured on an H100 (dev-x10, 2026-11-21): 17.3 s
-#: with the default, 16.2 s with 0.1 ms.
-SWITCH_INTERVAL_S = 1e-4
-
-
 @contextmanager
-def _switch_interval(seconds: float):
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(min(before, seconds))
+def _instrumented(dev: Device, instrument: Instrument):
+    """``instrument`` is the device's for the duration (the earlier one comes back, also on an error)."""
+    before, dev.instrument = dev.instrument, instrument
     try:
         yield
     finally:
-        sys.setswitchinterval(before)
-
-
-@contextmanager
-def _no_wait_hook(dev: Device):
-    """The device's wait hook is cleared when the search ends, also on an error."""
-    try:
-        yield
-    finally:
-        dev.wait_hook = None
+        dev.instrument = before
 
 
 def _exp(x: np.ndarray) -> np.ndarray:
