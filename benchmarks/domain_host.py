@@ -84,8 +84,8 @@ def new_records(inputs, th, Z):
         t1 = T()
         pd = score_domains(db, seqs, pair_seq, pair_model, fwd, null, regions, nexp, ens, jobs, env)
         t2 = T()
-        records += cascade.make_hits(db, seqs, np.arange(len(seqs)), {"seq": pair_seq, "model": pair_model,
-                                                                       "domains": pd}, th, Z)
+        records += cascade.make_hits(db, seqs, np.arange(len(seqs)),
+                                     cascade.Survivors(None, pair_seq, pair_model, domains=pd), th, Z)
         t3 = T()
         t["envelope_jobs"] += t1 - t0
         t["score_domains"] += t2 - t1

@@ -251,6 +251,11 @@ def _domain_includable(th, score: float, lnP: float, domZ: float, cutoffs=None) 
     return math.exp(lnP) * domZ <= th.incdomE
 
 
+def _survivors(out: dict, domains) -> cascade.Survivors:
+    """The test's pairs ({"seq", "model"}) as the search hands them to make_hits."""
+    return cascade.Survivors(None, out["seq"], out["model"], domains=domains)
+
+
 def _ref_make_hits(db, seqs, index, out, th, Z):
     hits = []
     for p, pd in enumerate(out.get("domains", [])):
@@ -447,7 +452,7 @@ def test_skipped_envelopes_and_empty_batches(captured):
     out = score_domains(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, empty, nexpected, {},
                         envelope_jobs(empty, {}), [])
     assert len(out) == len(pair_seq) and not any(out)
-    assert cascade.make_hits(db, seqs, np.arange(len(seqs)), {"seq": pair_seq, "model": pair_model, "domains": out},
+    assert cascade.make_hits(db, seqs, np.arange(len(seqs)), cascade.Survivors(None, pair_seq, pair_model, domains=out),
                              cascade.Thresholds(), 2000.0) == []
 
 
@@ -466,7 +471,7 @@ def test_hit_records_equal_per_hit_code(captured, th):
         index = np.arange(len(seqs))
         theirs += _ref_make_hits(db, seqs, index, dict(out, domains=ref), th, 2000.0)
         fresh = score_domains(*args)  # records of its own (the flags are set in place)
-        ours += cascade.make_hits(db, seqs, index, dict(out, domains=fresh), th, 2000.0)
+        ours += cascade.make_hits(db, seqs, index, _survivors(out, fresh), th, 2000.0)
     _ref_threshold_hits(theirs, th, 2000.0)
     cascade.threshold_hits(ours, th, 2000.0)
     theirs, ours = _ref_sort_hits(theirs, th), cascade.sort_hits(ours, th)
@@ -487,9 +492,9 @@ def test_threshold_from_key_columns_equals_per_record(captured, th):
         db, seqs, pair_seq, pair_model = args[:4]
         out = {"seq": pair_seq, "model": pair_model}
         index = np.arange(len(seqs))
-        theirs += cascade.make_hits(db, seqs, index, dict(out, domains=score_domains(*args)), th, 2000.0)
+        theirs += cascade.make_hits(db, seqs, index, _survivors(out, score_domains(*args)), th, 2000.0)
         k = {}
-        ours += cascade.make_hits(db, seqs, index, dict(out, domains=score_domains(*args)), th, 2000.0, keys=k)
+        ours += cascade.make_hits(db, seqs, index, _survivors(out, score_domains(*args)), th, 2000.0, keys=k)
         keys.append(k)
     cols = cascade.key_columns(keys)
     assert cols is not None and len(cols["sources"]) == len(calls)
@@ -508,8 +513,8 @@ def test_make_hits_takes_a_list_of_pair_domains(captured, default_db):
     db, seqs, pair_seq, pair_model = args[:4]
     th = cascade.Thresholds(Z=2000)
     out = {"seq": pair_seq, "model": pair_model}
-    a = cascade.make_hits(db, seqs, np.arange(len(seqs)), dict(out, domains=score_domains(*args)), th, 2000.0)
-    b = cascade.make_hits(db, seqs, np.arange(len(seqs)), dict(out, domains=list(score_domains(*args))),
+    a = cascade.make_hits(db, seqs, np.arange(len(seqs)), _survivors(out, score_domains(*args)), th, 2000.0)
+    b = cascade.make_hits(db, seqs, np.arange(len(seqs)), _survivors(out, list(score_domains(*args))),
                           th, 2000.0)
     assert len(a) > 100 and [hit_to_dict(h) for h in a] == [hit_to_dict(h) for h in b]
 

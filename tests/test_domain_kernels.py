@@ -53,9 +53,9 @@ def setup(device, default_db, default_seqs):
     nm = len(default_db)
     frag_seq = np.flatnonzero(seqs.lengths < 10)
     rng = np.random.default_rng(7)
-    ps = np.concatenate([out["seq"], np.repeat(frag_seq, nm), rng.integers(0, len(seqs), 600)]).astype(np.int64)
-    pm = np.concatenate([out["model"], np.tile(np.arange(nm), len(frag_seq)), rng.integers(0, nm, 600)]).astype(np.int64)
-    return casc, batch, ps, pm, len(out["seq"])
+    ps = np.concatenate([out.seq, np.repeat(frag_seq, nm), rng.integers(0, len(seqs), 600)]).astype(np.int64)
+    pm = np.concatenate([out.model, np.tile(np.arange(nm), len(frag_seq)), rng.integers(0, nm, 600)]).astype(np.int64)
+    return casc, batch, ps, pm, len(out.seq)
 
 
 def _engine(casc, device, default_db, lanes, scratch_bytes=None, decode="serial"):

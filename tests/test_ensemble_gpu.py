@@ -50,13 +50,13 @@ class Regions:
         self.seqs = sorted_seqs
         self.engine = cas.domains
         self.batch = DeviceBatch.upload(device, sorted_seqs, length_params(sorted_seqs.lengths, db))
-        self.pairs = (out["seq"], out["model"], out["fwd"], out["nullsc"])
-        regions = self.engine.decoder.decode(self.batch, out["seq"], out["model"])[0]  # per pair: (i, j, is_multi)
+        self.pairs = (out.seq, out.model, out.fwd_nats, out.nullsc_nats)
+        regions = self.engine.decoder.decode(self.batch, out.seq, out.model)[0]  # per pair: (i, j, is_multi)
         rows = []
         for p, found in enumerate(regions):
             for i, j, multi in found:
                 if multi:
-                    rows.append((int(out["seq"][p]), int(out["model"][p]), i, j))
+                    rows.append((int(out.seq[p]), int(out.model[p]), i, j))
         self.seq, self.model, self.start, self.end = (np.array(c, dtype=np.int64) for c in zip(*rows))
 
     def __len__(self) -> int:

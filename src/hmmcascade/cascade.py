@@ -157,6 +157,33 @@ class SearchResult:
     records: list = field(default_factory=list)  #: every hit record (reported or not), with domains
 
 
+@dataclass
+class Survivors:
+    """One batch's (model, target) pairs that passed the filters so far, handed from stage to stage
+    (p7_Pipeline's survivors): :meth:`Cascade.filter_batch` makes them (MSV, bias, Viterbi and
+    Forward passed), :meth:`Cascade.domain_batch` adds their domains, :func:`make_hits` their records."""
+
+    batch: DeviceBatch | None  #: the batch on the device (its targets length-sorted); None after the domain stage
+    seq: np.ndarray  #: int32 target numbers within the batch
+    model: np.ndarray  #: int32 model numbers
+    fwd_nats: np.ndarray | None = None  #: float32 Forward filter scores
+    filtersc_nats: np.ndarray | None = None  #: float32 null1 or composition-filter scores (the filters' null)
+    nullsc_nats: np.ndarray | None = None  #: float32 null1 scores of the targets' lengths
+    #: domain definition's result: a :class:`~hmmcascade.domaindef.records.PairDomainsBatch` (or a
+    #: sequence of PairDomains / None), or a function that makes it on the host (deferred scoring);
+    #: None before the domain stage
+    domains: object = None
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def scored_domains(self):
+        """:attr:`domains`, made first where it is a function (in the search's records thread)."""
+        if callable(self.domains):
+            self.domains = self.domains()
+        return self.domains
+
+
 class Cascade:
     """The device kernels for one model database, reusable across sequence batches."""
 
@@ -223,10 +250,10 @@ class Cascade:
         return cache[key]
 
     def run_batch(self, seqs: "SequenceSet | _Begun", th: Thresholds, domains: bool = True,
-                  defer_scoring: bool = False, fill=None, prepare=None) -> tuple[dict, StageStats]:
+                  defer_scoring: bool = False, fill=None, prepare=None) -> tuple[Survivors, StageStats]:
         """All models against one length-sorted batch; returns survivors' raw scores and counts.
 
-        ``seqs``: the batch, or :meth:`begin_batch`'s result for it.  ``out["domains"]`` is the
+        ``seqs``: the batch, or :meth:`begin_batch`'s result for it.  ``out.domains`` is the
         domain stage's result; with ``defer_scoring`` a function that computes it from the
         device's results on the host alone (:meth:`DomainEngine.run_device`).  ``fill()``, when
         given, becomes the device's wait hook once this batch's MSV launches are all started
@@ -237,9 +264,9 @@ class Cascade:
         return self.domain_batch(out, st, domains=domains, defer_scoring=defer_scoring)
 
     def filter_batch(self, seqs: "SequenceSet | _Begun", th: Thresholds, fill=None, prepare=None) \
-            -> tuple[dict, StageStats]:
-        """:meth:`run_batch`'s filters: the pairs that pass the Forward filter (``out``: seq,
-        model, fwd, filtersc, nullsc and the batch) with the stage counts."""
+            -> tuple[Survivors, StageStats]:
+        """:meth:`run_batch`'s filters: the pairs that pass the Forward filter (:class:`Survivors`)
+        with the stage counts."""
         st = StageStats()
         begun = seqs if isinstance(seqs, _Begun) else self.begin_batch(seqs, th)
         # this batch's own MSV launches first; when they were all started ahead, later batches' at once
@@ -274,29 +301,27 @@ class Cascade:
         keep = np.flatnonzero(stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo,
                                            ev[:, 4], ev[:, 5], th.F3))
         st.past_fwd = len(keep)
-        out = {"seq": seq_i[keep], "model": mod_i[keep], "fwd": fwd[keep], "filtersc": filtersc[keep]}
-        out["nullsc"] = lp.nullsc_nats[out["seq"]]
-        out["batch"] = batch
+        out = Survivors(batch, seq_i[keep], mod_i[keep], fwd[keep], filtersc[keep], lp.nullsc_nats[seq_i[keep]])
         self.dev.instrument.mark("forward", tm)
         st.host_s = host + time.perf_counter() - t1
         return out, st
 
-    def domain_batch(self, out: dict, st: StageStats, domains: bool = True, defer_scoring: bool = False) \
-            -> tuple[dict, StageStats]:
+    def domain_batch(self, out: Survivors, st: StageStats, domains: bool = True, defer_scoring: bool = False) \
+            -> tuple[Survivors, StageStats]:
         """:meth:`run_batch`'s domain stage on :meth:`filter_batch`'s result (``st`` is updated)."""
-        batch = out.pop("batch")
         if domains:
             launches = self.domains.launches  # (their kernel seconds and cells)
             i0 = len(launches.intervals)
             c0 = dict(launches.cells)
             t1 = time.perf_counter()
-            score = self.domains.run_device(batch, out["seq"], out["model"], out["fwd"], out["nullsc"])
-            out["domains"] = score if defer_scoring else score()
+            score = self.domains.run_device(out.batch, out.seq, out.model, out.fwd_nats, out.nullsc_nats)
+            out.domains = score if defer_scoring else score()
             kern = union_seconds(launches.intervals[i0:])  # launches overlap on several queues
             st.kernel_s["domains"] += kern
-            st.pairs["domains"] += len(out["seq"])
+            st.pairs["domains"] += len(out)
             st.cells["domains"] += sum(launches.cells[k] - c0[k] for k in c0)
             st.host_s += time.perf_counter() - t1 - kern
+        out.batch = None  # (the deferred scoring holds what it needs of the batch; the rest may go)
         return out, st
 
     def _filters_host(self, begun: "_Begun", th: Thresholds, st: StageStats, fill, prepare):
@@ -561,8 +586,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         name_rank(seqs)  # the final sort's name ranks, made once, before the first batch's records (not at
         # the start, where it would hold the GIL while the first batch is prepared)
         t0 = time.perf_counter()
-        if callable(out.get("domains")):
-            out["domains"] = out["domains"]()
+        out.scored_domains()
         keys = {}
         hits = make_hits(db, seqs, index, out, th, Z, keys=keys)
         dev.instrument.mark("make_hits", t0)
@@ -636,25 +660,26 @@ def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) ->
     return score >= T if T is not None else evalue <= E
 
 
-def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: dict, th: Thresholds, Z: float,
+def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivors, th: Thresholds, Z: float,
               keys: dict | None = None) -> list[Hit]:
     """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
 
     ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
-    reporting and inclusion flags are set here, as p7_Pipeline sets them.  ``out["domains"]``
-    is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domaindef.records.PairDomainsBatch`, or
+    reporting and inclusion flags are set here, as p7_Pipeline sets them.  ``out.domains``
+    (:class:`Survivors`) is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domaindef.records.PairDomainsBatch`, or
     any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
     at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
     sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
     """
-    pds = out.get("domains", [])
+    pds = out.scored_domains()
+    pds = [] if pds is None else pds
     if not isinstance(pds, PairDomainsBatch):
         pds = PairDomainsBatch.from_pairs(list(pds))
     P = np.flatnonzero(pds.has)
     if not len(P):
         return []
-    m = np.asarray(out["model"])[P].astype(np.int64)
-    t = np.asarray(index)[np.asarray(out["seq"])[P]].astype(np.int64)
+    m = np.asarray(out.model)[P].astype(np.int64)
+    t = np.asarray(index)[np.asarray(out.seq)[P]].astype(np.int64)
     score = pds.seq_score[P]
     ev = db.evparams[m].astype(np.float64)
     lnP = stats.exp_logsurv(score.astype(np.float32), ev[:, 4], ev[:, 5])
