@@ -66,6 +66,11 @@ def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
     assert len(rows) == accuracy["hmmcascade_hits"]
     for rule in ("press_models", "prepare_sequences", "search_batch", "merge_hits", "compare"):
         assert any((tmp_path / "logs" / rule).iterdir()), rule
+    # one search job at a time on the one GPU (each asks for gpu=1, the default profile gives 1),
+    # though --cores 2 would run two of the three at once
+    spans = sorted((s["started_at"], s["finished_at"]) for s in (
+        json.loads(p.read_text()) for p in (tmp_path / "results/search").glob("batch*.stats.json")))
+    assert len(spans) == 3 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
     again = _snakemake(tmp_path, config, "--dry-run")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 

@@ -15,6 +15,7 @@ import math
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -264,6 +265,7 @@ def cmd_search(args) -> int:
     from .output import pipeline_summary, progress_printer, write_json
     from .results import save_hits
 
+    started_at = time.time()
     th = _thresholds(args)
     options = _search_options(args)
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "hits", "stats"), inputs=[args.hmms, args.seqs])
@@ -279,8 +281,9 @@ def cmd_search(args) -> int:
         _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families)
         if args.hits:
             save_hits(args.hits, res.records, {"Z": res.Z, "models": len(db), "targets": len(seqs)})
-        if args.stats:
-            write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats})
+        if args.stats:  # (started_at/finished_at: this process's search, seconds since the epoch)
+            write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats, "started_at": started_at,
+                                    "finished_at": time.time()})
     print(pipeline_summary(stats, res.Z, res.device, th), file=sys.stderr)
     n_rep = sum(h.reported for h in res.records)
     n_dom = sum(h.nreported for h in res.records if h.reported)

@@ -70,6 +70,13 @@ def z_args(meta):
     return ["-Z", str(z)] if z else ["--targets-from", meta]
 
 
+def search_mem_mb(wildcards, input):
+    """Host memory of one search job in MB: about 6 times its inputs (the pressed models, unpacked,
+    dominate) and 1 GB; measured 2026-11-25 (H100 machine): Pfam-A-sized models (1.25 GB pressed) x
+    37,464 proteins peaked at 7.0-7.4 GB."""
+    return int(6 * input.size_mb + 1024)
+
+
 def get_pfam_dat():
     """Pfam-A.hmm.dat (types, clans, nesting) when available: downloaded, or configured; else none."""
     if config["databases"] == "download":

@@ -23,6 +23,12 @@ rule search_batch:
         ENV
     log:
         "logs/search_batch/batch{batch}.log",
+    # one GPU per search job: the default profile (workflow/profiles/default) makes a plain
+    # `snakemake --cores N` run one at a time per GPU (--resources gpu=N with N GPUs), while the
+    # CPU jobs (press, prepare, merge, compare) run beside it
+    resources:
+        gpu=1,
+        mem_mb=search_mem_mb,
     threads: 1
     shell:
         "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} --hits {output.hits:q}"
