@@ -23,11 +23,9 @@ allows), and only survivors go on to the pair kernels.
 
 from __future__ import annotations
 
-import math
 import time
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field, replace
-from itertools import chain
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 import numpy as np
@@ -36,48 +34,20 @@ from . import stats
 from .builds import prebuild
 from .device import Device
 from .domaindef.engine import DomainEngine
-from .domaindef.records import DomainSource, PairDomainsBatch
-from .domaindef.segments import segment_ranges
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, union_seconds
 from .instrument import Instrument
 from .io import SequenceSet
 from .options import SearchOptions
 from .planner import MemoryPlan
 from .profiles import ProfileDB, length_params
+from .reporting import (CUTOFF_COLUMNS, Thresholds, check_cutoffs, key_columns, make_hits, name_rank, sort_hits,
+                        threshold_hits)
 from .results import Hit, gc_paused
 from .scheduler import MsvRun, plan_batches, run_batches, running
+from .survivors import Survivors
 
-__all__ = ["Thresholds", "StageStats", "Hits", "SearchResult", "search"]
-
-CUTOFF_COLUMNS = {"ga": 0, "tc": 2, "nc": 4}
-
-
-@dataclass
-class Thresholds:
-    """Filter and reporting thresholds, with HMMER's names and defaults."""
-
-    F1: float = 0.02
-    F2: float = 1e-3
-    F3: float = 1e-5
-    bias_filter: bool = True
-    max_mode: bool = False  #: ``--max``: all filters pass everything, no bias filter
-    E: float = 10.0  #: report targets with E-value <= E ...
-    T: float | None = None  #: ... or, if set, with score >= T bits
-    cut: str | None = None  #: "ga", "tc" or "nc": model cutoffs (sequence and domain level) instead of E/T
-    Z: float | None = None  #: search space size; default: number of targets
-    domE: float = 10.0  #: report domains with conditional E-value <= domE ...
-    domT: float | None = None  #: ... or, if set, with score >= domT bits
-    incE: float = 0.01  #: include (mark significant) targets with E-value <= incE ...
-    incT: float | None = None  #: ... or, if set, score >= incT
-    incdomE: float = 0.01  #: include domains with conditional E-value <= incdomE ...
-    incdomT: float | None = None  #: ... or, if set, score >= incdomT
-    domZ: float | None = None  #: domain search space; default: number of reported targets (per model)
-
-    def effective(self) -> "Thresholds":
-        if not self.max_mode:
-            return self
-        return replace(self, F1=1.0, F2=1.0, F3=1.0, bias_filter=False)
-
+__all__ = ["CUTOFF_COLUMNS", "Cascade", "Hits", "SearchResult", "StageStats", "Survivors", "Thresholds",
+           "check_cutoffs", "make_hits", "search", "sort_hits", "threshold_hits"]
 
 @dataclass
 class StageStats:
@@ -155,33 +125,6 @@ class SearchResult:
     thresholds: Thresholds
     device: str
     records: list = field(default_factory=list)  #: every hit record (reported or not), with domains
-
-
-@dataclass
-class Survivors:
-    """One batch's (model, target) pairs that passed the filters so far, handed from stage to stage
-    (p7_Pipeline's survivors): :meth:`Cascade.filter_batch` makes them (MSV, bias, Viterbi and
-    Forward passed), :meth:`Cascade.domain_batch` adds their domains, :func:`make_hits` their records."""
-
-    batch: DeviceBatch | None  #: the batch on the device (its targets length-sorted); None after the domain stage
-    seq: np.ndarray  #: int32 target numbers within the batch
-    model: np.ndarray  #: int32 model numbers
-    fwd_nats: np.ndarray | None = None  #: float32 Forward filter scores
-    filtersc_nats: np.ndarray | None = None  #: float32 null1 or composition-filter scores (the filters' null)
-    nullsc_nats: np.ndarray | None = None  #: float32 null1 scores of the targets' lengths
-    #: domain definition's result: a :class:`~hmmcascade.domaindef.records.PairDomainsBatch` (or a
-    #: sequence of PairDomains / None), or a function that makes it on the host (deferred scoring);
-    #: None before the domain stage
-    domains: object = None
-
-    def __len__(self) -> int:
-        return len(self.seq)
-
-    def scored_domains(self):
-        """:attr:`domains`, made first where it is a function (in the search's records thread)."""
-        if callable(self.domains):
-            self.domains = self.domains()
-        return self.domains
 
 
 class Cascade:
@@ -519,14 +462,6 @@ def _msv_thresholds(lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
     return per_model.astype(np.float32), per_seq.astype(np.float32)
 
 
-def check_cutoffs(db: ProfileDB, cut: str) -> None:
-    """HMMER refuses ``--cut_ga`` etc. when a model lacks that cutoff; so do we."""
-    col = CUTOFF_COLUMNS[cut]
-    missing = np.flatnonzero(np.isnan(db.cutoffs[:, col]))
-    if len(missing):
-        raise ValueError(f"model {db.names[missing[0]]} has no {cut.upper()} cutoff, required by --cut_{cut}")
-
-
 def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
            batch_cells: int | None = None, batch_seqs: int = 262144, progress=None,
            scratch_bytes: int | None = None, domains: bool = True,
@@ -647,287 +582,3 @@ def _instrumented(dev: Device, instrument: Instrument):
         yield
     finally:
         dev.instrument = before
-
-
-def _exp(x: np.ndarray) -> np.ndarray:
-    """exp elementwise with the C library's exp (math.exp), as HMMER's E-values use it."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=len(x))
-
-
-def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
-    """Thresholds' test without model cutoffs: ``score >= T`` when T is set, else ``evalue <= E``."""
-    return score >= T if T is not None else evalue <= E
-
-
-def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivors, th: Thresholds, Z: float,
-              keys: dict | None = None) -> list[Hit]:
-    """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
-
-    ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
-    reporting and inclusion flags are set here, as p7_Pipeline sets them.  ``out.domains``
-    (:class:`Survivors`) is :meth:`DomainEngine.run`'s result (a :class:`~hmmcascade.domaindef.records.PairDomainsBatch`, or
-    any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
-    at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
-    sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
-    """
-    pds = out.scored_domains()
-    pds = [] if pds is None else pds
-    if not isinstance(pds, PairDomainsBatch):
-        pds = PairDomainsBatch.from_pairs(list(pds))
-    P = np.flatnonzero(pds.has)
-    if not len(P):
-        return []
-    m = np.asarray(out.model)[P].astype(np.int64)
-    t = np.asarray(index)[np.asarray(out.seq)[P]].astype(np.int64)
-    score = pds.seq_score[P]
-    ev = db.evparams[m].astype(np.float64)
-    lnP = stats.exp_logsurv(score.astype(np.float32), ev[:, 4], ev[:, 5])
-    evalue = _exp(lnP) * Z
-    if th.cut:
-        col = CUTOFF_COLUMNS[th.cut]
-        cut_seq = db.cutoffs[m, col].astype(np.float64)
-        keep = np.flatnonzero(score >= cut_seq)
-    else:
-        keep = np.flatnonzero(_passes(score, evalue, th.T, th.E))
-    if not len(keep):
-        return []
-    P, m, t, lnP, evalue = P[keep], m[keep], t[keep], lnP[keep], evalue[keep]
-    best = _first_max(pds.dom["score"], pds.dom_start[P], pds.ndom[P])
-    # the domains' records are made when first read (DomainList); their E-values and flags are
-    # set in arrays (threshold_hits, and the cutoffs below)
-    # (PairDomains lists keep the records they have)
-    source = DomainSource(pds, P) if "ali_from" in pds.dom else None
-    dom_lists = source.hit_lists() if source is not None else pds.domains(P)
-    seq_score, pre_score = pds.seq_score[P], pds.pre_score[P]
-    score64 = seq_score.astype(np.float64)  # the records' score, as threshold_hits and sort_hits read it
-    bias = (pre_score.astype(np.float32) - seq_score.astype(np.float32)).astype(np.float64)
-    names, descs = seqs.names, seqs.descriptions
-    mlist = m.tolist()
-    # one str object per model name and accession, shared by its hits
-    mnames, maccs, mlens = (list(map(col.__getitem__, mlist)) for col in (
-        db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
-    # without cutoffs every record is reported; inclusion is threshold_hits' test, made here
-    # (per batch, in the records thread) so that the search's threshold_hits skips it
-    included = [False] * len(P) if th.cut else _passes(score64, evalue, th.incT, th.incE).tolist()
-    with gc_paused():
-        hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
-                    no, nv, b, not th.cut, inc, dl)  # FASTA targets carry no accession
-                for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, inc, dl in zip(
-                    mlist, t.tolist(), mnames, maccs, mlens,
-                    seqs.lengths[t].tolist(), seq_score.tolist(), pre_score.tolist(), bias.tolist(), lnP.tolist(),
-                    evalue.tolist(), pds.nexpected[P].tolist(), pds.nregions[P].tolist(), pds.nclustered[P].tolist(),
-                    pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), included, dom_lists)]
-    if keys is not None and "ali_from" in pds.dom:
-        nd, first = pds.ndom[P], pds.dom_start[P]
-        has = np.flatnonzero(nd > 0)
-        iali, jali = np.zeros(len(P), dtype=np.int64), np.zeros(len(P), dtype=np.int64)
-        iali[has], jali[has] = pds.dom["ali_from"][first[has]], pds.dom["ali_to"][first[has]]
-        keys.update(model=m, lnP=lnP, score=score64, iali=iali, jali=jali, target=t)
-    nd = pds.ndom[P]
-    di = segment_ranges(pds.dom_start[P], nd)  # the records' domains, in order
-    if th.cut:
-        included = (score[keep] >= cut_seq[keep]).tolist()
-        drep = pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
-        if source is not None:
-            source.set_flags(reported=drep, included=drep)
-        flags = iter(drep.tolist())
-        for h, inc in zip(hits, included):
-            h.reported, h.included = True, inc
-            if source is None:
-                for dom in h.domains:
-                    dom.reported = dom.included = next(flags)
-    if keys:  # threshold_hits' inputs as arrays too: flags, and the domains' values in record order
-        keys.update(reported=np.ones(len(P), dtype=bool),
-                    included=np.asarray(included, dtype=bool).reshape(len(P)), nd=nd, noverlaps=pds.noverlaps[P],
-                    dom_lnP=pds.dom["lnP"][di], dom_exp=_exp(pds.dom["lnP"][di]), dom_score=pds.dom["score"][di],
-                    dom_ali_from=pds.dom["ali_from"][di], dom_ali_to=pds.dom["ali_to"][di],
-                    dom_reported=source.reported.copy(), dom_included=source.included.copy(), source=source)
-    return hits
-
-
-def _first_max(values: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Per segment, the offset of its first largest value (a later one must be strictly larger)."""
-    best = np.zeros(len(start), dtype=np.int64)
-    if not len(start):
-        return best
-    top = values[start].copy()
-    for d in range(1, int(count.max())):
-        live = np.flatnonzero(count > d)
-        cand = values[start[live] + d]
-        better = cand > top[live]
-        best[live[better]] = d
-        top[live[better]] = cand[better]
-    return best
-
-
-def key_columns(keys: list) -> dict | None:
-    """The columns :func:`threshold_hits` reads (``cols``) from the ``keys`` of each batch's
-    :func:`make_hits`, in the records' order; None where some batch has none."""
-    parts = [k for k in keys if k]
-    if not parts or None in keys or not all("nd" in k for k in parts):
-        return None
-    cols = {name: np.concatenate([k[name] for k in parts]) for name in parts[0] if name != "source"}
-    cols["sources"] = [k["source"] for k in parts]
-    return cols
-
-
-def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | None = None,
-                   flagged: bool = False, cols: dict | None = None) -> None:
-    """p7_tophits_Threshold, per query model: flags, domZ, E-values; then the #h74 workaround.
-
-    Vectorised over all hits and domains; E-values are ``exp(lnP) * Z`` (``* domZ``) with the C
-    library's exp, as HMMER computes them.  ``flagged``: the hits' flags and E-values are already
-    set for this Z (:func:`make_hits` sets them), only the domains' are computed; ``cols`` (with
-    ``flagged``): the records' values as arrays, as :func:`make_hits` puts them into its ``keys``
-    (model, reported, included, nd, noverlaps; dom_lnP, dom_score over their domains in order;
-    optionally dom_exp, exp of dom_lnP), read instead of the records.
-    """
-    n = len(hits)
-    if not n:
-        return
-    if cols is not None and not (flagged and len(cols["model"]) == n):
-        cols = None
-
-    def column(name, objs, dtype):
-        if cols is not None:
-            return cols[name]
-        return np.fromiter(map(attrgetter(name[4:] if name.startswith("dom_") else name), objs), dtype=dtype,
-                           count=len(objs))
-
-    model = column("model", hits, np.int64)
-    if flagged:
-        rep = column("reported", hits, bool)
-        inc = column("included", hits, bool)
-    elif not th.cut:
-        score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
-        evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
-        rep = _passes(score, evalue, th.T, th.E)
-        inc = rep & _passes(score, evalue, th.incT, th.incE)
-        for h, r, i, e in zip(hits, rep.tolist(), inc.tolist(), evalue.tolist()):
-            h.reported, h.included, h.evalue = r, i, e
-    else:
-        evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
-        rep = np.fromiter(map(attrgetter("reported"), hits), dtype=bool, count=n)
-        inc = np.fromiter(map(attrgetter("included"), hits), dtype=bool, count=n)
-        for h, e in zip(hits, evalue.tolist()):
-            h.evalue = e
-    if th.domZ is not None:
-        domZ = np.full(n, float(th.domZ))
-    else:
-        domZ = np.bincount(model, weights=rep.astype(np.float64))[model]  # reported hits of the hit's model
-    if cols is not None and "sources" in cols:
-        _threshold_domains(cols, th, Z, rep, inc, domZ)
-        return
-    dom_lists = list(map(attrgetter("domains"), hits))
-    nd = cols["nd"] if cols is not None else np.fromiter(map(len, dom_lists), dtype=np.int64, count=n)
-    doms = list(chain.from_iterable(dom_lists))
-    if len(doms) != int(nd.sum()):
-        raise ValueError("threshold_hits: the records' domains are not the columns' domains")
-    dh = np.repeat(np.arange(n), nd)
-    e = _exp(column("dom_lnP", doms, np.float64))
-    c_evalue, i_evalue = e * domZ[dh], e * Z
-    if not th.cut:
-        dscore = column("dom_score", doms, np.float64)
-        drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
-        dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
-        for d, ce, ie, r, i in zip(doms, c_evalue.tolist(), i_evalue.tolist(), drep.tolist(), dinc.tolist()):
-            d.c_evalue, d.i_evalue, d.reported, d.included = ce, ie, r, i
-    else:
-        for d, ce, ie in zip(doms, c_evalue.tolist(), i_evalue.tolist()):
-            d.c_evalue, d.i_evalue = ce, ie
-    overlapping = column("noverlaps", hits, np.int64)
-    for t in np.flatnonzero(overlapping).tolist():  # workaround_bug_h74: hide duplicate alignments from one cluster
-        ds = dom_lists[t]
-        for a in range(len(ds)):
-            for b in range(a + 1, len(ds)):
-                d1, d2 = ds[a], ds[b]
-                if d1.ali_from == d2.ali_from and d1.ali_to == d2.ali_to:
-                    drop = d2 if d1.score >= d2.score else d1
-                    drop.reported = drop.included = False
-
-
-def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, inc: np.ndarray,
-                       domZ: np.ndarray) -> None:
-    """:func:`threshold_hits`' domain part on the columns of :func:`make_hits`' keys: E-values and
-    flags of every domain as arrays, then the #h74 workaround on them, set in each batch's
-    :class:`~hmmcascade.domaindef.records.DomainSource` (``cols["sources"]``: the sources in record order)."""
-    nd = cols["nd"]
-    dh = np.repeat(np.arange(len(nd)), nd)
-    e = cols["dom_exp"] if "dom_exp" in cols else _exp(cols["dom_lnP"])
-    c_evalue, i_evalue = e * domZ[dh], e * Z
-    if not th.cut:
-        dscore = cols["dom_score"]
-        drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
-        dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
-    else:
-        drep, dinc = cols["dom_reported"].copy(), cols["dom_included"].copy()
-    # workaround_bug_h74, as threshold_hits, on the domains of the hits with overlaps
-    over = np.flatnonzero(cols["noverlaps"])
-    first = (np.cumsum(nd) - nd)[over]
-    idx = segment_ranges(first, nd[over])
-    af, at, sc = (cols[name][idx].tolist() for name in ("dom_ali_from", "dom_ali_to", "dom_score"))
-    drop, pos = [], 0
-    for a0, k in zip(first.tolist(), nd[over].tolist()):
-        for a in range(pos, pos + k):
-            for b in range(a + 1, pos + k):
-                if af[a] == af[b] and at[a] == at[b]:
-                    drop.append(a0 + (b if sc[a] >= sc[b] else a) - pos)
-        pos += k
-    drep[drop] = dinc[drop] = False
-    at = 0
-    for source in cols["sources"]:
-        k = len(source)
-        source.set_flags(c_evalue=c_evalue[at:at + k], i_evalue=i_evalue[at:at + k], reported=drep[at:at + k],
-                         included=dinc[at:at + k])
-        at += k
-    if at != len(c_evalue):
-        raise ValueError("threshold_hits: the records' domains are not the columns' domains")
-
-
-def name_rank(seqs: SequenceSet) -> np.ndarray:
-    """Each target's rank among the target names in code point order (made once per SequenceSet)."""
-    rank = seqs.__dict__.get("_name_rank")
-    if rank is None:
-        _, rank = np.unique(np.asarray(seqs.names, dtype=str), return_inverse=True)
-        seqs.__dict__["_name_rank"] = rank = rank.reshape(-1)
-    return rank
-
-
-def _hit_lexsort(model, primary, rank, flag, iali, target) -> np.ndarray:
-    """``np.lexsort((target, iali, flag, rank, primary, model))`` (model first), faster: the four
-    integer keys packed into one int64 where they fit (rank, target, iali >= 0; flag 0/1), then
-    three stable argsorts, the last (model) a radix sort when models fit 16 bits."""
-    bits = [int(max(int(v.max()), 0)).bit_length() if len(v) else 0 for v in (rank, iali, target)]
-    if (len(model) == 0 or min(int(rank.min()), int(iali.min()), int(target.min())) < 0
-            or bits[0] + 1 + bits[1] + bits[2] > 62):
-        return np.lexsort((target, iali, flag, rank, primary, model))
-    low = (((rank.astype(np.int64) << 1 | flag.astype(np.int64)) << bits[1] | iali.astype(np.int64)) << bits[2]
-           | target.astype(np.int64))
-    order = np.argsort(low, kind="stable")
-    order = order[np.argsort(primary[order], kind="stable")]
-    mk = model.astype(np.int16) if int(model.max()) < (1 << 15) and int(model.min()) >= 0 else model
-    return order[np.argsort(mk[order], kind="stable")]
-
-
-def sort_hits(hits: list[Hit], th: Thresholds, keys=None) -> list[Hit]:
-    """Models in database order; within a model, HMMER's order (:func:`hmmcascade.output.sort_hits`).
-
-    ``keys``: ``(per-batch key dicts of make_hits, in the hits' order; the searched
-    SequenceSet)``: the same order from arrays, without reading every record again."""
-    from .output import hit_order
-
-    inc_by_E = th.cut is None and th.incT is None
-    if keys is not None and len(hits):
-        parts, seqs = keys
-        col = {name: np.concatenate([k[name] for k in parts if k]) for name in
-               ("model", "lnP", "score", "iali", "jali", "target")}
-        primary = col["lnP"] if inc_by_E else -col["score"]
-        if len(primary) == len(hits) and not np.isnan(primary).any():
-            # target names ranked in code point order, as hit_order ranks them
-            rank = name_rank(seqs)
-            iali, jali = col["iali"], col["jali"]
-            order = _hit_lexsort(col["model"], primary, rank[col["target"]], (iali >= jali).astype(np.int64), iali,
-                                 col["target"])
-            return list(map(hits.__getitem__, order.tolist()))
-    return list(map(hits.__getitem__, hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist()))
