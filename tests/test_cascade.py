@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, profiles, scheduler, stats
+from hmmcascade import cascade, profiles, reporting, scheduler, stats
 from hmmcascade.options import SearchOptions
 
 
@@ -175,4 +175,4 @@ def test_hit_lexsort_is_lexsort(n_targets, max_len, n_models):
     iali = rng.integers(0, max_len, n)
     flag = (iali >= rng.integers(0, max_len, n)).astype(np.int64)
     want = np.lexsort((target, iali, flag, rank, primary, model))
-    assert np.array_equal(cascade._hit_lexsort(model, primary, rank, flag, iali, target), want)
+    assert np.array_equal(reporting._hit_lexsort(model, primary, rank, flag, iali, target), want)
