@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from .device import Device, opencl, part_options, program_source
+from .device import open_device, part_options, program_source
 
 __all__ = ["SEARCH_PROGRAMS", "prebuild"]
 
@@ -65,11 +65,9 @@ def _built(dev, name: str, extra: tuple) -> bool:
 
 def _build_in_child(platform_index: int, device_index: int, inline_ptx: bool, name: str, extra: tuple) -> float:
     """(In a process of its own) build one program part; its seconds (pyopencl caches the binary)."""
-    cl = opencl()
     t0 = time.perf_counter()
-    d = cl.get_platforms()[platform_index].get_devices()[device_index]
-    ctx = cl.Context([d])
-    dev = Device(ctx=ctx, queue=cl.CommandQueue(ctx), device=d, inline_ptx=inline_ptx)
+    dev = open_device(f"{platform_index}:{device_index}")
+    dev.inline_ptx = inline_ptx
     dev.build(name, extra)
     return time.perf_counter() - t0
 
@@ -77,8 +75,9 @@ def _build_in_child(platform_index: int, device_index: int, inline_ptx: bool, na
 def prebuild(dev, names=SEARCH_PROGRAMS, processes: int | None = None, gpu_only: bool = True) -> dict:
     """Build the parts of ``names`` that this machine has not built for ``dev`` at once, in up to
     ``processes`` processes (default: one per CPU), so that the search's builds find them in
-    pyopencl's cache.  With ``gpu_only`` only on GPUs (CPU runtimes build fast).  Returns ``{"parts": n, "seconds": s}``; a part that fails here is left to the
-    search's own build, which reports the error."""
+    pyopencl's cache.  With ``gpu_only`` only on GPUs (CPU runtimes build fast).  Returns
+    ``{"parts": n, "seconds": s}``; a part that fails here is left to the search's own build,
+    which reports the error."""
     if (gpu_only and not dev.is_gpu) or dev.__dict__.get("_prebuilt") == names:
         return {"parts": 0, "seconds": 0.0}
     # the slowest builds first (domains.cl's widest warp kernels, its last parts), so that no long

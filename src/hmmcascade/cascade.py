@@ -244,7 +244,8 @@ class Cascade:
         keep = np.flatnonzero(stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo,
                                            ev[:, 4], ev[:, 5], th.F3))
         st.past_fwd = len(keep)
-        out = Survivors(batch, seq_i[keep], mod_i[keep], fwd[keep], filtersc[keep], lp.nullsc_nats[seq_i[keep]])
+        seq_i = seq_i[keep]
+        out = Survivors(batch, seq_i, mod_i[keep], fwd[keep], filtersc[keep], lp.nullsc_nats[seq_i])
         self.dev.instrument.mark("forward", tm)
         st.host_s = host + time.perf_counter() - t1
         return out, st
