@@ -342,13 +342,13 @@ def test_warp_envelope_kernel_equals_serial(wg_jobs, device, default_db, monkeyp
 
 
 def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, default_db, monkeypatch):
-    """On the warp path, models longer than 32 * max(VIT_WARP_C) nodes go to envelope_wg, and those
+    """On the warp path, models longer than WARP_MAX_NODES (32 * max(VIT_WARP_C)) nodes go to envelope_wg, and those
     whose rows do not fit its local memory on to envelope; results come back in job order, as dicts
     and as arrays.  Here with chunk sizes up to 8 (warp for M <= 256) and a local memory for W <= 512:
     the warp jobs equal a warp-only run's, the others envelope's, bit for bit."""
     casc, batch, jobs, ref = wg_jobs
     warp_only = _path_engine(casc, device, default_db, "warp").rescorer.envelopes(batch, *jobs, 1)
-    monkeypatch.setattr(envelopes, "VIT_WARP_C", (4, 8))
+    monkeypatch.setattr(envelopes, "WARP_MAX_NODES", 32 * 8)
     monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: 4 * (3 * 512 + 8) + 1024))
     eng = _path_engine(casc, device, default_db, "warp")
     M = default_db.M[jobs[1]]

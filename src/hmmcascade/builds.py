@@ -1,17 +1,20 @@
 """Building the search's OpenCL programs on a cold machine: in parts, at once, in separate processes.
 
-NVIDIA's OpenCL compiler takes most of a cold start (2026-11-25, H100: 38.8 s for the nine
-programs one after another, 31.0 s of it ``domains.cl``) and does not run two builds at once
-in one process's threads.  So:
+NVIDIA's OpenCL compiler takes most of a cold start (2026-11-25, H100: 29 s for the nine programs'
+parts one after another, 4.4 s the slowest part, ``envelope_warp32``) and does not run two builds
+at once in one process's threads.  So:
 
-* ``domains.cl`` is built in :data:`~hmmcascade.device.PROGRAM_PARTS` parts, ``-DHMMC_PART=k``: part 0 holds the
-  serial and work-group kernels, each later part one ``<kernel>_warp<C>`` instantiation (the
-  ``#if`` blocks of the kernel file); the device merges their kernels under the program's name.
-* :func:`prebuild` builds every program part not yet built on this machine in processes of its
-  own, at once (each writes pyopencl's on-disk cache of built programs); the search's own builds
-  then read that cache.  A part counts as built once a prebuild has built it here (a marker per
-  source, options, device and driver under ``~/.cache/hmmcascade/built``; a wiped pyopencl cache
-  then costs one slow start, nothing else).
+* ``viterbi.cl``, ``forward.cl`` and ``domains.cl`` are built in parts (``-DHMMC_PART=k``,
+  :data:`~hmmcascade.kernel_table.PROGRAM_PARTS`): part 0 holds the serial and work-group kernels,
+  each later part one ``<kernel>_warp<C>`` instantiation; a search needs only the widths its models
+  take (:func:`~hmmcascade.kernel_table.search_parts`).
+* :func:`prebuild` builds every needed part not yet built on this machine in worker processes of
+  its own, at once, the slowest first (:data:`BUILD_SECONDS`), each worker opening the device once
+  for all its parts (a context takes 0.6 s alone, up to 3 s when 16 processes open one together).
+  Each build writes pyopencl's on-disk cache of built programs; the search's own builds then read
+  that cache.  A part counts as built once a prebuild has built it here (a marker per source,
+  options, device and driver under ``~/.cache/hmmcascade/built``; a wiped pyopencl cache then costs
+  one slow start, nothing else).
 
 Results do not depend on any of this: the parts are the same kernels with the same options.
 """
@@ -25,12 +28,23 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from .device import open_device, part_options, program_source
+from .device import open_device, program_source
+from .kernel_table import SEARCH_PROGRAMS, part_options
 
-__all__ = ["SEARCH_PROGRAMS", "prebuild"]
+__all__ = ["BUILD_PROCESSES", "BUILD_SECONDS", "SEARCH_PROGRAMS", "prebuild"]
 
-#: the programs a search builds (every stage's kernel file)
-SEARCH_PROGRAMS = ("layout", "msv", "select", "bias", "viterbi", "forward", "domains", "ensemble", "null2")
+#: worker processes of a prebuild, at most (and at most one per CPU).  NVIDIA's driver opens
+#: contexts slowly when many processes open one together: all 39 parts took 5.8 s in 8 processes,
+#: 6.6 s in 12 and 7.7 s in 16 (H100, 16 CPUs, 2026-11-25); the slowest part alone takes 4.4 s
+BUILD_PROCESSES = 8
+
+#: seconds of each program part's build, alone (H100, NVIDIA driver 580, 2026-11-25; a part not
+#: listed: 0.5): the order of a prebuild, slowest first, so that no long build starts late
+BUILD_SECONDS = {("domains", 12): 4.4, ("domains", 11): 3.3, ("domains", 0): 2.1, ("domains", 6): 2.1,
+                 ("domains", 5): 1.5, ("ensemble", 0): 1.2, ("domains", 10): 1.1, ("select", 0): 1.1,
+                 ("domains", 9): 1.0, ("viterbi", 6): 0.9, ("domains", 18): 0.8, ("domains", 8): 0.8,
+                 ("domains", 7): 0.7, ("forward", 6): 0.7, ("viterbi", 5): 0.6, ("domains", 17): 0.6,
+                 ("msv", 0): 0.6, ("domains", 4): 0.5, ("forward", 5): 0.5}
 
 
 def _marker_dir() -> Path:
@@ -63,34 +77,48 @@ def _built(dev, name: str, extra: tuple) -> bool:
     return (_marker_dir() / _key(dev, name, extra)).exists()
 
 
+_CHILD_DEVICES: dict = {}  #: (in a worker process) the device it opened, for all its builds
+
+
 def _build_in_child(platform_index: int, device_index: int, inline_ptx: bool, name: str, extra: tuple) -> float:
-    """(In a process of its own) build one program part; its seconds (pyopencl caches the binary)."""
+    """(In a worker process) build one program part; its seconds (pyopencl caches the binary)."""
+    key = (platform_index, device_index, inline_ptx)
+    dev = _CHILD_DEVICES.get(key)
+    if dev is None:
+        dev = _CHILD_DEVICES[key] = open_device(f"{platform_index}:{device_index}")
+        dev.inline_ptx = inline_ptx
     t0 = time.perf_counter()
-    dev = open_device(f"{platform_index}:{device_index}")
-    dev.inline_ptx = inline_ptx
     dev.build(name, extra)
     return time.perf_counter() - t0
 
 
-def prebuild(dev, names=SEARCH_PROGRAMS, processes: int | None = None, gpu_only: bool = True) -> dict:
-    """Build the parts of ``names`` that this machine has not built for ``dev`` at once, in up to
-    ``processes`` processes (default: one per CPU), so that the search's builds find them in
+def _cost(name: str, extra: tuple) -> float:
+    k = int(extra[0].rpartition("=")[2]) if extra else 0
+    return BUILD_SECONDS.get((name, k), 0.5)
+
+
+def prebuild(dev, parts=None, processes: int | None = None, gpu_only: bool = True) -> dict:
+    """Build the program parts ``parts`` (``(program, extra build options)``; default: every part of
+    :data:`SEARCH_PROGRAMS`) that this machine has not built for ``dev``, at once, in up to
+    ``processes`` worker processes (default: :data:`BUILD_PROCESSES`, at most one per CPU), so that the search's builds find them in
     pyopencl's cache.  With ``gpu_only`` only on GPUs (CPU runtimes build fast).  Returns
     ``{"parts": n, "seconds": s}``; a part that fails here is left to the search's own build,
     which reports the error."""
-    if (gpu_only and not dev.is_gpu) or dev.__dict__.get("_prebuilt") == names:
+    if parts is None:
+        parts = [(name, extra) for name in SEARCH_PROGRAMS for extra in part_options(name)]
+    parts = tuple(parts)
+    if gpu_only and not dev.is_gpu:
         return {"parts": 0, "seconds": 0.0}
-    # the slowest builds first (domains.cl's widest warp kernels, its last parts), so that no long
-    # build starts late
-    built_here = dev.__dict__.get("_programs", {})  # (programs this process has built already)
-    todo = [(name, extra) for name in sorted(names, key=lambda n: -len(part_options(n))) if name not in built_here
-            for extra in reversed(part_options(name)) if not _built(dev, name, extra)]
+    done_here = dev.__dict__.setdefault("_prebuilt", set())  # (parts this process has seen built)
+    built_here = {(name, part_options(name)[k]) for name, k in dev.__dict__.get("_parts", {})}
+    todo = sorted({p for p in parts if p not in done_here and p not in built_here and not _built(dev, *p)},
+                  key=lambda p: (-_cost(*p), p))
     if len(todo) < 2:
-        dev.__dict__["_prebuilt"] = names  # (later searches in this process need not look again)
+        done_here.update(parts)  # (later searches in this process need not look again)
         return {"parts": 0, "seconds": 0.0}
     t0 = time.perf_counter()
     pi, di = dev.indices
-    workers = min(len(todo), processes or os.cpu_count() or 1)
+    workers = min(len(todo), processes or min(BUILD_PROCESSES, os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_build_in_child, pi, di, dev.inline_ptx, name, extra) for name, extra in todo]
         for (name, extra), f in zip(todo, futures):
@@ -99,4 +127,5 @@ def prebuild(dev, names=SEARCH_PROGRAMS, processes: int | None = None, gpu_only:
             except Exception:  # noqa: BLE001 - the search's own build of that part reports it
                 continue
             _mark_built(dev, name, extra)
+            done_here.add((name, extra))
     return {"parts": len(todo), "seconds": time.perf_counter() - t0}

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import stats
 from .builds import prebuild
+from .kernel_table import search_parts
 from .device import Device
 from .domaindef.engine import DomainEngine
 from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, union_seconds
@@ -136,7 +137,7 @@ class Cascade:
         #: the kernel variants and tunables, resolved for the device
         self.options = opts = (options or SearchOptions()).resolved(dev.is_gpu)
         #: a cold machine builds every kernel part at once in processes of its own (hmmcascade.builds)
-        self.prebuild = prebuild(dev)
+        self.prebuild = prebuild(dev, search_parts(opts, db.M))
         dev.trim()  # (the pool's free buffers from earlier work go)
         self.models = DeviceModels(dev, db)
         #: the device-memory budget and the sizes made from it (:mod:`hmmcascade.planner`): the

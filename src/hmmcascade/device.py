@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .instrument import Instrument
+from .kernel_table import PROGRAM_PARTS, kernel_part, part_options
 
 if TYPE_CHECKING:
     from .options import SearchOptions
@@ -55,18 +56,6 @@ def kernels_dir() -> Traversable:
 #: (its most work-groups); ptxas then spills 12 bytes.  Measured on an H200 (dev-x10, 2026-11-22,
 #: benchmarks/sweep_search.py --set build:ensemble=...): domain kernels 1.87 s -> 1.73 s (72: 1.75 s).
 NV_PROGRAM_OPTIONS = {"ensemble": ["-cl-nv-maxrregcount=64"]}
-#: programs built in parts, ``-DHMMC_PART=0 .. n-1`` (the kernel file's ``#if`` blocks say which
-#: kernels each part holds; :meth:`Device.program` merges their kernels under the program's name),
-#: so that a cold machine builds them at once (:mod:`hmmcascade.builds`); the others are built whole
-PROGRAM_PARTS = {"domains": 19}
-
-
-def part_options(name: str) -> list[tuple]:
-    """The extra build options of each part of program ``name`` (one empty tuple if it is built whole)."""
-    n = PROGRAM_PARTS.get(name)
-    return [(f"-DHMMC_PART={k}",) for k in range(n)] if n else [()]
-
-
 def opencl():
     """The pyopencl module (imported on first use; a :class:`DeviceError` if it is missing)."""
     try:
@@ -257,16 +246,24 @@ class Device:
 
     @_locked
     def program(self, name: str):
-        """Build (once) and return the program of ``hmmcascade/kernels/<name>.cl``; its kernels are made with it
+        """Build (once) and return the program of ``hmmcascade/kernels/<name>.cl``, every part of it
+        (:data:`~hmmcascade.kernel_table.PROGRAM_PARTS`; returned: part 0); its kernels are made with it
         (:meth:`kernel`: pyopencl's kernel objects take about a millisecond each on NVIDIA, which a
         search would otherwise spend at its start)."""
         cache = self.__dict__.setdefault("_programs", {})
-        if name in cache:
-            return cache[name]
-        parts = [self.build(name, extra) for extra in part_options(name)]
-        cache[name] = parts[0]
-        self._make_kernels(name, *parts)
-        return parts[0]
+        if name not in cache:
+            parts = [self._part(name, k) for k in range(len(part_options(name)))]
+            cache[name] = parts[0]
+        return cache[name]
+
+    def _part(self, name: str, k: int):
+        """Part ``k`` of program ``name`` (the whole program if it has no parts), built once, with its kernels."""
+        parts = self.__dict__.setdefault("_parts", {})
+        if (name, k) not in parts:
+            prg = parts[name, k] = self.build(name, part_options(name)[k])
+            kernels = self.__dict__.setdefault("_kernels", {})
+            kernels.update({(name, kn.function_name): kn for kn in prg.all_kernels()})
+        return parts[name, k]
 
     def _make_kernels(self, name: str, *programs) -> None:
         """The kernels of ``programs`` (a program's parts, :data:`PROGRAM_PARTS`) under ``name``."""
@@ -339,11 +336,13 @@ class Device:
         return macros
 
     def kernel(self, program: str, name: str):
-        """The kernel ``name`` of ``hmmcascade/kernels/<program>.cl``, retrieved once per device."""
+        """The kernel ``name`` of ``hmmcascade/kernels/<program>.cl``, retrieved once per device (building
+        only the program part that holds it)."""
         cache = self.__dict__.setdefault("_kernels", {})
         key = (program, name)
         if key not in cache:
-            prg = self.program(program)  # (made with the program's kernels)
+            with self._lock:  # only the part holding it (its warp width, kernel_table.kernel_part)
+                prg = self._part(program, kernel_part(program, name))
             if key not in cache:
                 cache[key] = getattr(prg, name)  # (pyopencl's error for a name it lacks)
         return cache[key]

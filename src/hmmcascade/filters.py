@@ -16,6 +16,7 @@ import numpy as np
 
 from .device import Device, opencl
 from .io import SequenceSet
+from .kernel_table import TABLES, WARP_MAX_NODES, WARP_WIDTHS, WarpKernels
 from .options import SearchOptions, choose
 from .profiles import KP, LengthParams, ProfileDB
 
@@ -42,7 +43,7 @@ VIT_WG_CLASSES = (128, 256, 512)
 #: pair), one kernel each; a launch takes the smallest C that holds its longest model (M <= 32 C,
 #: i.e. at most 8 C words).  Up to 16 the transitions sit in registers, above they are read from
 #: memory where used (their registers would not fit).
-VIT_WARP_C = (4, 8, 12, 16, 24, 32)
+VIT_WARP_C = WARP_WIDTHS  # (hmmcascade.kernel_table: each stage's kernels and their fallbacks)
 #: launches of the warp kernels with at least this many nodes per lane, and of the work-group and
 #: serial kernels (longer models), go to the device's side queue (Device.side_queue) where the
 #: options use one (SearchOptions.side_queue)
@@ -610,8 +611,8 @@ class ViterbiFilter(_PairKernel):
         if self.path in ("warp", "wg") and not (models.db.vit_tsc_i16.reshape(-1, 8)[:, 7] > 0).any():
             self.wg_qmax = min(VIT_WG_QMAX, (dev.local_mem_bytes - 1024) // VIT_WG_ROW_BYTES)
         #: longest model (words) for viterbi_warp<C>; 0: none
-        self.warp_qmax = 8 * max(VIT_WARP_C) if self.path == "warp" else 0
-        self.warp = {c: dev.kernel("viterbi", f"viterbi_warp{c}") for c in VIT_WARP_C} if self.warp_qmax else {}
+        self.warp_qmax = WARP_MAX_NODES // 4 if self.path == "warp" else 0
+        self.warp = WarpKernels(dev, TABLES["viterbi"].variants[0], enabled=bool(self.warp_qmax))
 
     def __call__(self, batch, pair_seq, pair_model):
         return self.run(batch, pair_seq, pair_model, np.int16)
@@ -708,8 +709,8 @@ class ForwardFilter(_PairKernel):
         #: the longest models' launches on the device's side queue
         self.side_queue = opts.side_queue == "on"
         #: longest model (words) for forward_warp<C>; 0: none
-        self.warp_qmax = 8 * max(VIT_WARP_C) if self.path == "warp" else 0
-        self.warp = {c: dev.kernel("forward", f"forward_warp{c}") for c in VIT_WARP_C} if self.warp_qmax else {}
+        self.warp_qmax = WARP_MAX_NODES // 4 if self.path == "warp" else 0
+        self.warp = WarpKernels(dev, TABLES["forward"].variants[0], enabled=bool(self.warp_qmax))
 
     def __call__(self, batch, pair_seq, pair_model):
         pair_seq = np.asarray(pair_seq, dtype=np.int32)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import opencl
-from ..filters import VIT_WARP_C, DeviceBatch, on_side_queue, round_up, warp_runs
+from ..filters import DeviceBatch, on_side_queue, round_up, warp_runs
+from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches
 
@@ -74,15 +75,14 @@ class PosteriorDecoder:
         dev = self.dev
         self.k_parser = dev.kernel("domains", "fb_parser")
         #: posterior decoding: "warp" (fb_parser_warp<C>, a warp per pair, for models of up to
-        #: 32 * max(VIT_WARP_C) nodes, fb_parser for longer ones; default on GPUs) or "serial"
+        #: kernel_table.WARP_MAX_NODES (1,024) nodes, fb_parser for longer ones; default on GPUs) or "serial"
         #: (fb_parser, a work-item per pair; default on CPUs).  Values agree to float rounding.
         #: Default: the options' ``decode`` (:class:`~hmmcascade.options.SearchOptions`).
         opts = launches.options
         self.path = choose("decode", path or opts.decode, dev.is_gpu)
         #: the longest models' launches on the device's side queue
         self.side_queue = opts.side_queue == "on"
-        self.k_parser_warp = ({c: dev.kernel("domains", f"fb_parser_warp{c}") for c in VIT_WARP_C}
-                              if self.path == "warp" else {})
+        self.k_parser_warp = WarpKernels(dev, TABLES["decode"].variants[0], enabled=self.path == "warp")
 
     def decode(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, *,
                region_cap: int = 16, posteriors: bool = False):

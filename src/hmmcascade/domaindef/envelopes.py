@@ -24,8 +24,8 @@ from functools import partial
 import numpy as np
 
 from ..device import opencl
-from ..filters import (VIT_WARP_C, DeviceBatch, on_side_queue, round_up, union_seconds,
-                       warp_runs)
+from ..filters import DeviceBatch, on_side_queue, round_up, union_seconds, warp_runs
+from ..kernel_table import TABLES, WARP_MAX_NODES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
@@ -52,9 +52,9 @@ class EnvelopeRescorer:
         dev = self.dev
         self.k_env = dev.kernel("domains", "envelope")
         self.k_env_wg = dev.kernel("domains", "envelope_wg")
-        self.k_env_warp = {c: dev.kernel("domains", f"envelope_warp{c}") for c in VIT_WARP_C}
+        self.k_env_warp = WarpKernels(dev, TABLES["envelope"].variants[0])
         #: envelope rescoring (mode 1): "warp" (envelope_warp<C>, a warp per envelope, for models of
-        #: up to 32 * max(VIT_WARP_C) nodes, envelope_wg for longer ones; default on GPUs), "wg"
+        #: up to kernel_table.WARP_MAX_NODES (1,024) nodes, envelope_wg for longer ones; default on GPUs), "wg"
         #: (envelope_wg, a work-group per envelope) or "serial" (envelope, a work-item per envelope;
         #: default on CPUs).  "wg" and "serial" give the same results bit for bit, "warp" to float rounding.
         #: Default: the options' ``envelope`` (:class:`~hmmcascade.options.SearchOptions`).
@@ -92,7 +92,7 @@ class EnvelopeRescorer:
         use_wg, use_warp = kernel == "wg", kernel == "warp"
         if use_wg or use_warp:
             if use_warp:  # longer models than the warp kernels' registers hold go to envelope_wg
-                fits, other = self.db.M[model] <= 32 * max(VIT_WARP_C), "wg"
+                fits, other = self.db.M[model] <= WARP_MAX_NODES, "wg"
             else:  # longer models than envelope_wg's local rows hold go to the serial kernel
                 W = self.launches.padded_nodes[model]
                 fits, other = env_wg_local_bytes(W) <= self.dev.local_mem_bytes - 1024, "serial"

@@ -9,7 +9,7 @@ returns for each, bit for bit: the region's null2 scores and its envelopes.
 1. Kernel ``envelope`` (``hmmcascade/kernels/domains.cl``) in mode 0 writes each
    region's multihit Forward matrix (length model of the whole target) into
    device scratch: one work-item per region, or on GPUs (for models of up to
-   ``32 * max(VIT_WARP_C)`` nodes) ``region_forward_warp<C>``, the same matrix
+   ``kernel_table.WARP_MAX_NODES`` (1,024) nodes) ``region_forward_warp<C>``, the same matrix
    (to float rounding) with a warp per region and C nodes per lane.
    The option ``region_forward`` ("warp" or "serial"; :class:`~hmmcascade.options.SearchOptions`)
    chooses (default: warp on GPUs).
@@ -41,7 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device import opencl
-from ..filters import LOCAL_SIZE, VIT_WARP_C, DeviceBatch, round_up, warp_runs
+from ..filters import LOCAL_SIZE, DeviceBatch, round_up, warp_runs
+from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from ..profiles import logf_array, logf_is_glibc
 from .ensemble import NSAMPLES, SEED, EaselRandom, ModelTables, RegionForward
@@ -150,7 +151,7 @@ class RegionEnsembles:
         #: the regions' multihit Forward matrices: the envelope kernel's mode 0, a work-item per
         #: region, or a warp per region with C nodes per lane (forward_path "warp")
         self.k_forward = dev.kernel("domains", "envelope")
-        self.k_forward_warp = {c: dev.kernel("domains", f"region_forward_warp{c}") for c in VIT_WARP_C}
+        self.k_forward_warp = WarpKernels(dev, TABLES["region_forward"].variants[0])
         self.stats = EnsembleStats()
         opts = launches.options
         #: the Forward matrices' kernels: "warp" (region_forward_warp<C>, default on GPUs) or "serial"

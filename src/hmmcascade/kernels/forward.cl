@@ -54,6 +54,7 @@ inline void forward_specials(const float xE, const float2 nc, const float2 xe, f
     }
 }
 
+#if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void forward_filter(
     __global const uchar *dsq,
     __global const long  *seq_off,
@@ -234,30 +235,40 @@ __kernel void forward_wg(
     }
     if (lid == 0) out_nats[p] = (L > 0) ? bc[2] + LOG_AS_HMMER(bc[3] * nc.x) : LOG_AS_HMMER(0.0f * nc.x);
 }
+#endif
 
 /* forward_warp<C>: forward_filter's scores to float rounding, one warp per pair, C nodes per lane
  * in registers (see forward_warp.h and warp.h). */
 
+#if !defined(HMMC_PART) || HMMC_PART == 1
 #define FW_C 4
 #define FW_NAME forward_warp4
 #include "forward_warp.h"
 #undef FW_C
 #undef FW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 2
 #define FW_C 8
 #define FW_NAME forward_warp8
 #include "forward_warp.h"
 #undef FW_C
 #undef FW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 3
 #define FW_C 12
 #define FW_NAME forward_warp12
 #include "forward_warp.h"
 #undef FW_C
 #undef FW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 4
 #define FW_C 16
 #define FW_NAME forward_warp16
 #include "forward_warp.h"
 #undef FW_C
 #undef FW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 5
 #define FW_C 24
 #define FW_NAME forward_warp24
 #define FW_TGLOBAL 1
@@ -265,6 +276,8 @@ __kernel void forward_wg(
 #undef FW_C
 #undef FW_NAME
 #undef FW_TGLOBAL
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 6
 #define FW_C 32
 #define FW_NAME forward_warp32
 #define FW_TGLOBAL 1
@@ -272,3 +285,4 @@ __kernel void forward_wg(
 #undef FW_C
 #undef FW_NAME
 #undef FW_TGLOBAL
+#endif

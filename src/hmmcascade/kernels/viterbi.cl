@@ -37,6 +37,7 @@
 #include "hmmcascade.h"
 #include "warp.h"
 
+#if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void viterbi_filter(
     __global const uchar *dsq,        /* packed residues                          */
     __global const long  *seq_off,
@@ -129,6 +130,7 @@ __kernel void viterbi_filter(
     }
     out_xc[p] = xC;
 }
+#endif
 
 /* viterbi_wg: viterbi_filter's recurrence, one work-group of GROUP_WG work-items per pair.
  *
@@ -206,6 +208,7 @@ inline short group_max_i16(short v, __local uint *red)
     return (short) ((int) group_max_u32((uint) ((int) v + 32768), red) - 32768);
 }
 
+#if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel __attribute__((reqd_work_group_size(VIT_WG, 1, 1)))
 void viterbi_wg(
     __global const uchar *dsq,        /* packed residues                          */
@@ -316,31 +319,41 @@ void viterbi_wg(
     }
     if (lane == 0) out_xc[p] = xC;
 }
+#endif
 
 /* viterbi_warp<C>: viterbi_filter's words, one warp per pair, C nodes per lane in registers (see
  * viterbi_warp.h and warp.h). */
 #define VW_WARPS 1
 
+#if !defined(HMMC_PART) || HMMC_PART == 1
 #define VW_C 4
 #define VW_NAME viterbi_warp4
 #include "viterbi_warp.h"
 #undef VW_C
 #undef VW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 2
 #define VW_C 8
 #define VW_NAME viterbi_warp8
 #include "viterbi_warp.h"
 #undef VW_C
 #undef VW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 3
 #define VW_C 12
 #define VW_NAME viterbi_warp12
 #include "viterbi_warp.h"
 #undef VW_C
 #undef VW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 4
 #define VW_C 16
 #define VW_NAME viterbi_warp16
 #include "viterbi_warp.h"
 #undef VW_C
 #undef VW_NAME
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 5
 #define VW_C 24
 #define VW_NAME viterbi_warp24
 #define VW_TGLOBAL 1
@@ -348,6 +361,8 @@ void viterbi_wg(
 #undef VW_C
 #undef VW_NAME
 #undef VW_TGLOBAL
+#endif
+#if !defined(HMMC_PART) || HMMC_PART == 6
 #define VW_C 32
 #define VW_NAME viterbi_warp32
 #define VW_TGLOBAL 1
@@ -355,3 +370,4 @@ void viterbi_wg(
 #undef VW_C
 #undef VW_NAME
 #undef VW_TGLOBAL
+#endif
