@@ -74,3 +74,17 @@ def test_prebuild_in_processes_then_the_search_builds_from_the_cache(tmp_path, m
     dev.program("domains")
     assert dev.kernel("domains", "envelope_warp32").function_name == "envelope_warp32"
     assert dev.kernel("domains", "fb_parser").function_name == "fb_parser"
+
+
+def test_workers_started_ahead_do_the_prebuild(tmp_path, monkeypatch, device):
+    """The command line starts the workers before it reads the inputs (on a GPU with parts not yet
+    built: here a CPU device taken for one); prebuild then builds with them."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    dev = open_device(f"{device.indices[0]}:{device.indices[1]}")
+    monkeypatch.setattr(type(dev), "is_gpu", property(lambda self: True))
+    assert builds.start_workers(dev, processes=2) and not builds.start_workers(dev, processes=2)
+    parts = [("viterbi", extra) for extra in part_options("viterbi")]
+    assert builds.prebuild(dev, parts)["parts"] == len(parts) and not builds._STARTED
+    assert len(list((tmp_path / "hmmcascade" / "built").iterdir())) == len(parts)
+    monkeypatch.setattr(builds, "_every_part", lambda: parts)
+    assert not builds.start_workers(open_device(f"{device.indices[0]}:{device.indices[1]}"))  # (all built: none)

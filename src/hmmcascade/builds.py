@@ -9,7 +9,7 @@ at once in one process's threads.  So:
   each later part one ``<kernel>_warp<C>`` instantiation; a search needs only the widths its models
   take (:func:`~hmmcascade.kernel_table.search_parts`).
 * :func:`prebuild` builds every needed part not yet built on this machine in worker processes of
-  its own, at once, the slowest first (:data:`BUILD_SECONDS`), each worker opening the device once
+  its own (started ahead by :func:`start_workers` while the inputs load), at once, the slowest first (:data:`BUILD_SECONDS`), each worker opening the device once
   for all its parts (a context takes 0.6 s alone, up to 3 s when 16 processes open one together).
   Each build writes pyopencl's on-disk cache of built programs; the search's own builds then read
   that cache.  A part counts as built once a prebuild has built it here (a marker per source,
@@ -31,7 +31,7 @@ from pathlib import Path
 from .device import open_device, program_source
 from .kernel_table import SEARCH_PROGRAMS, part_options
 
-__all__ = ["BUILD_PROCESSES", "BUILD_SECONDS", "SEARCH_PROGRAMS", "prebuild"]
+__all__ = ["BUILD_PROCESSES", "BUILD_SECONDS", "SEARCH_PROGRAMS", "prebuild", "start_workers"]
 
 #: worker processes of a prebuild, at most (and at most one per CPU).  NVIDIA's driver opens
 #: contexts slowly when many processes open one together: all 39 parts took 5.8 s in 8 processes,
@@ -78,15 +78,22 @@ def _built(dev, name: str, extra: tuple) -> bool:
 
 
 _CHILD_DEVICES: dict = {}  #: (in a worker process) the device it opened, for all its builds
+_STARTED: dict = {}  #: (in the search's process) device key -> worker pool started ahead (start_workers)
 
 
-def _build_in_child(platform_index: int, device_index: int, inline_ptx: bool, name: str, extra: tuple) -> float:
-    """(In a worker process) build one program part; its seconds (pyopencl caches the binary)."""
+def _open_in_child(platform_index: int, device_index: int, inline_ptx: bool):
+    """(In a worker process) the device, opened once per process."""
     key = (platform_index, device_index, inline_ptx)
     dev = _CHILD_DEVICES.get(key)
     if dev is None:
         dev = _CHILD_DEVICES[key] = open_device(f"{platform_index}:{device_index}")
         dev.inline_ptx = inline_ptx
+    return dev
+
+
+def _build_in_child(platform_index: int, device_index: int, inline_ptx: bool, name: str, extra: tuple) -> float:
+    """(In a worker process) build one program part; its seconds (pyopencl caches the binary)."""
+    dev = _open_in_child(platform_index, device_index, inline_ptx)
     t0 = time.perf_counter()
     dev.build(name, extra)
     return time.perf_counter() - t0
@@ -97,16 +104,39 @@ def _cost(name: str, extra: tuple) -> float:
     return BUILD_SECONDS.get((name, k), 0.5)
 
 
+def _every_part() -> list[tuple[str, tuple]]:
+    return [(name, extra) for name in SEARCH_PROGRAMS for extra in part_options(name)]
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def start_workers(dev, processes: int | None = None) -> bool:
+    """On a GPU where some part of :data:`SEARCH_PROGRAMS` is not yet built on this machine, start
+    :func:`prebuild`'s worker processes now, each opening the device (a second or more), so that
+    they are ready when the search knows its parts (the command line calls this before it reads
+    the inputs).  Whether it started them."""
+    if not dev.is_gpu or dev.device.int_ptr in _STARTED or all(_built(dev, *p) for p in _every_part()):
+        return False
+    workers = processes or min(BUILD_PROCESSES, os.cpu_count() or 1)
+    pool = _pool(workers)
+    pi, di = dev.indices
+    for _ in range(workers):
+        pool.submit(_open_in_child, pi, di, dev.inline_ptx)
+    _STARTED[dev.device.int_ptr] = pool
+    return True
+
+
 def prebuild(dev, parts=None, processes: int | None = None, gpu_only: bool = True) -> dict:
     """Build the program parts ``parts`` (``(program, extra build options)``; default: every part of
     :data:`SEARCH_PROGRAMS`) that this machine has not built for ``dev``, at once, in up to
-    ``processes`` worker processes (default: :data:`BUILD_PROCESSES`, at most one per CPU), so that the search's builds find them in
-    pyopencl's cache.  With ``gpu_only`` only on GPUs (CPU runtimes build fast).  Returns
+    ``processes`` worker processes (default: :data:`BUILD_PROCESSES`, at most one per CPU; or
+    those :func:`start_workers` started), so that the search's builds find them in pyopencl's cache.  With ``gpu_only`` only on GPUs (CPU runtimes build fast).  Returns
     ``{"parts": n, "seconds": s}``; a part that fails here is left to the search's own build,
     which reports the error."""
-    if parts is None:
-        parts = [(name, extra) for name in SEARCH_PROGRAMS for extra in part_options(name)]
-    parts = tuple(parts)
+    started = _STARTED.pop(dev.device.int_ptr, None)
+    parts = tuple(_every_part() if parts is None else parts)
     if gpu_only and not dev.is_gpu:
         return {"parts": 0, "seconds": 0.0}
     done_here = dev.__dict__.setdefault("_prebuilt", set())  # (parts this process has seen built)
@@ -115,11 +145,13 @@ def prebuild(dev, parts=None, processes: int | None = None, gpu_only: bool = Tru
                   key=lambda p: (-_cost(*p), p))
     if len(todo) < 2:
         done_here.update(parts)  # (later searches in this process need not look again)
+        if started is not None:
+            started.shutdown(wait=False, cancel_futures=True)
         return {"parts": 0, "seconds": 0.0}
     t0 = time.perf_counter()
     pi, di = dev.indices
     workers = min(len(todo), processes or min(BUILD_PROCESSES, os.cpu_count() or 1))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with started or _pool(workers) as pool:
         futures = [pool.submit(_build_in_child, pi, di, dev.inline_ptx, name, extra) for name, extra in todo]
         for (name, extra), f in zip(todo, futures):
             try:

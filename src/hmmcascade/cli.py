@@ -261,7 +261,7 @@ def cmd_prepare(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from . import cascade, device
+    from . import builds, cascade, device
     from .output import pipeline_summary, progress_printer, write_json
     from .results import save_hits
 
@@ -270,9 +270,10 @@ def cmd_search(args) -> int:
     options = _search_options(args)
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "hits", "stats"), inputs=[args.hmms, args.seqs])
     families = _read_families(args)
+    dev = device.open_device(args.device, options)
+    builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
     _, db = _load_models(args.hmms)
     seqs = _load_seqs(args.seqs)
-    dev = device.open_device(args.device, options)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
     res = cascade.search(db, seqs, dev, th, progress=progress_printer() if not args.quiet else None,
                          options=options)
