@@ -59,6 +59,7 @@ def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
     assert accuracy["recall"] == 1.0
     assert accuracy["pyhmmer_hits"] > 0
     assert accuracy["Z"] == 300  # the whole search's targets, not one batch's
+    assert "compared: every model and target" in (tmp_path / "results/accuracy.txt").read_text()  # (auto: small)
     stats = json.loads((tmp_path / "results/stats.json").read_text())["stats"]
     assert stats["targets"] == 300 and stats["past_fwd"] >= accuracy["hmmcascade_hits"]
     tbl = (tmp_path / "results/hmmcascade.tblout").read_text().splitlines()

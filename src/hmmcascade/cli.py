@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import signal
 import sys
@@ -329,20 +330,40 @@ def cmd_merge(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare_hits, run_pyhmmer, summary_text
+    from .compare import compare_hits, plan_compare, run_pyhmmer, summary_text
     from .io import read_hmms
     from .outfiles import write_text
     from .output import write_json
     from .results import load_hits
 
     th = _thresholds(args)
-    outputs = OutputSet(_outputs(args, "json", "summary"), inputs=[args.hmms, args.seqs, args.ours])
+    inputs = [args.hmms, args.seqs, args.ours, *([args.search_stats] if args.search_stats else [])]
+    outputs = OutputSet(_outputs(args, "json", "summary"), inputs=inputs)
+    max_seconds = args.max_seconds
+    if max_seconds is None:
+        max_seconds = 300.0
+        if args.search_stats:
+            wall = _read_json_file(args.search_stats, "search --stats", "stats").get("wall_s")
+            if not isinstance(wall, (int, float)) or wall < 0:
+                raise InputError(f"{args.search_stats}: not a search --stats file (no search seconds)")
+            max_seconds = args.max_fraction * float(wall)
     ours = load_hits(args.ours)[0]
     seqs = _load_seqs(args.seqs)
+    hmms = read_hmms(args.hmms)
     Z = th.Z if th.Z is not None else float(len(seqs))
-    ref = run_pyhmmer(read_hmms(args.hmms), seqs, th, Z, cpus=args.cpus)
+    plan = plan_compare([h.M for h in hmms], seqs.total_residues, args.cpus or os.cpu_count() or 1, max_seconds,
+                        args.mode, args.seed, args.sample_models)
+    if plan["mode"] == "sample":  # (each model on its own: at the whole search's Z, its rows are the full search's)
+        hmms = [hmms[i] for i in plan["models"].tolist()]
+        names = {h.name for h in hmms}
+        ours = [h for h in ours if h.model_name in names]
+    ref = run_pyhmmer(hmms, seqs, th, Z, cpus=args.cpus)
     result = compare_hits(ours, ref)
     result["Z"] = Z
+    result["sample"] = None if plan["mode"] == "full" else {
+        "models": len(plan["models"]), "models_total": plan["models_total"], "seed": plan["seed"],
+        "max_seconds": plan["max_seconds"], "estimated_s": plan["estimated_s"],
+        "sample_estimated_s": plan["sample_estimated_s"], "names": sorted(names)}
     text = summary_text(result)
     with outputs:
         write_json(args.json, result)
@@ -424,8 +445,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 unless hits, included hits and domains all match pyhmmer's")
     s.add_argument("--json", required=True)
     s.add_argument("--summary")
-    s.add_argument("--cpus", type=int, default=0)
+    s.add_argument("--cpus", type=int, default=0, help="pyhmmer's threads (0: one per CPU)")
     s.add_argument("--require-recall", type=float, default=None)
+    s.add_argument("--mode", choices=("full", "sample", "auto"), default="full",
+                   help="full (default): every model; sample: a seeded sample of the models against every target, "
+                        "within --max-seconds of pyhmmer's estimated time; auto: full if that fits, else a sample")
+    s.add_argument("--max-seconds", type=float, default=None,
+                   help="pyhmmer's time budget for sample/auto (default: --max-fraction of the search's seconds "
+                        "in --search-stats, else 300)")
+    s.add_argument("--max-fraction", type=float, default=0.05,
+                   help="the budget as a fraction of the search's seconds (default 0.05)")
+    s.add_argument("--search-stats", default=None, help="the search's --stats (or merge's) JSON: its seconds")
+    s.add_argument("--sample-models", type=int, default=None, help="sample this many models (seeded)")
+    s.add_argument("--seed", type=int, default=1, help="the sample's seed (default 1)")
     _add_thresholds(s)
     s.set_defaults(func=cmd_compare)
 

@@ -96,9 +96,15 @@ FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout", "re
 ACCURACY_OUTPUTS = ["results/accuracy.json", "results/accuracy.txt"]
 
 
+def compare_enabled():
+    """Whether the run compares with pyhmmer (compare.enabled, and compare.mode not off)."""
+    c = config["compare"]
+    return bool(c.get("enabled", True)) and c.get("mode", "auto") not in ("off", False)  # (YAML: a bare off is false)
+
+
 def get_final_outputs():
     outputs = FINAL_TABLES + ["results/stats.json"]
-    if config["compare"]["enabled"]:
+    if compare_enabled():
         outputs += ACCURACY_OUTPUTS
     if config["databases"] == "download":
         outputs += ["results/provenance/pfam.json", "results/provenance/uniprot.json"]
