@@ -10,6 +10,7 @@ outputs are put in place together, only when all are complete
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -276,8 +277,11 @@ def cmd_search(args) -> int:
     _, db = _load_models(args.hmms)
     seqs = _load_seqs(args.seqs)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
-    res = cascade.search(db, seqs, dev, th, progress=progress_printer() if not args.quiet else None,
-                         options=options)
+    progress = None if args.quiet else progress_printer(every_s=10.0, nodes=db.nodes)
+    with progress or contextlib.nullcontext():  # (a line at least every 10 s in a log, a bar on a terminal)
+        if progress is not None:
+            progress(0, seqs.total_residues)
+        res = cascade.search(db, seqs, dev, th, progress=progress, options=options)
     stats = res.stats.as_dict()
     with outputs:
         _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families)

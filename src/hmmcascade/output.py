@@ -460,23 +460,63 @@ def pipeline_summary(stats: dict, Z: float, device: str, thresholds) -> str:
     return "\n".join(out)
 
 
-def progress_printer(stream=None, every_s: float = 5.0):
-    """A progress callback printing residues done, percent and rate at most every ``every_s`` seconds."""
-    import time
+class progress_printer:
+    """A progress callback ``(residues_done, residues_total)`` for a search of models of ``nodes``
+    nodes in all.  On a terminal: one bar, redrawn at most twice a second; elsewhere (a workflow's
+    log) a line at most every ``every_s`` seconds (and at the end) with residues, cells (nodes x
+    residues, the MSV filter's), GCUPS, elapsed time and ETA.  Used as a context manager it also
+    writes the latest state every ``every_s`` seconds while no batch finishes (a long batch of a
+    big search), so a log never stays silent longer."""
 
-    stream = stream or sys.stderr
-    start = time.perf_counter()
-    last = [0.0]
+    def __init__(self, stream=None, every_s: float = 5.0, nodes: int = 0):
+        import threading
 
-    def report(done, total):
-        now = time.perf_counter()
-        if done < total and now - last[0] < every_s:
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every_s, self.nodes = float(every_s), int(nodes)
+        self.start = time.perf_counter()
+        self.last = float("-inf")
+        self.state = None
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+
+    def __call__(self, done, total):
+        with self.lock:
+            self.state = (done, total)
+            now = time.perf_counter()
+            if done < total and now - self.last < (0.5 if self.tty else self.every_s):
+                return
+            self._write(done, total, now)
+
+    def _write(self, done, total, now):
+        self.last = now
+        frac = done / max(total, 1)
+        elapsed = now - self.start
+        rate = done / max(elapsed, 1e-9)
+        eta = f"{(total - done) / rate:6.1f}s" if rate > 0 else "     ?"
+        cells = float(done) * self.nodes
+        gcups = f", {cells / max(elapsed, 1e-9) / 1e9:,.0f} GCUPS" if self.nodes else ""
+        if self.tty:
+            bar = "#" * int(30 * frac)
+            print(f"\r[{bar:<30}] {100 * frac:5.1f}%  {cells:.2e} cells{gcups}  ETA {eta}",
+                  end="\n" if done >= total else "", file=self.stream, flush=True)
             return
-        last[0] = now
-        pct = 100.0 * done / max(total, 1)
-        rate = done / max(now - start, 1e-9)
-        eta = (total - done) / rate if rate > 0 else 0.0
-        print(f"[hmmcascade] {done:,}/{total:,} residues ({pct:5.1f}%), {now - start:7.1f}s elapsed, "
-              f"ETA {eta:6.1f}s", file=stream, flush=True)
+        print(f"[hmmcascade] {done:,}/{total:,} residues ({100 * frac:5.1f}%), {cells:.3e} cells{gcups}, "
+              f"{elapsed:7.1f}s elapsed, ETA {eta}", file=self.stream, flush=True)
 
-    return report
+    def _beat(self):
+        while not self.stopped.wait(self.every_s):
+            with self.lock:
+                now = time.perf_counter()
+                if self.state is not None and self.state[0] < self.state[1] and now - self.last >= self.every_s:
+                    self._write(*self.state, now)
+
+    def __enter__(self):
+        import threading
+
+        threading.Thread(target=self._beat, name="hmmcascade-progress", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        return False
