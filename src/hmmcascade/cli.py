@@ -201,13 +201,13 @@ def _read_families(args):
 
 
 def _load_models(path: str):
-    from .io import read_hmms
-    from .profiles import ProfileDB, press
+    """(None, the ProfileDB) of a pressed file, or of a model file read and pressed (large text files
+    in parallel, :func:`~hmmcascade.profiles.press_file`)."""
+    from .profiles import ProfileDB, press_file
 
-    if path.endswith(".npz"):
+    if path.endswith(".npz") or ProfileDB.is_mapped(path):
         return None, ProfileDB.load(path)
-    hmms = read_hmms(path)
-    return hmms, press(hmms)
+    return None, press_file(path)
 
 
 def _load_seqs(path: str):
@@ -399,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("search", help="search models against sequences (MSV -> Viterbi -> Forward)")
-    s.add_argument("hmms", help="HMMER3 models (text/binary, .gz ok) or a pressed .npz")
+    s.add_argument("hmms", help="HMMER3 models (text/binary, .gz ok) or pressed models (hmmcascade press)")
     s.add_argument("seqs", help="protein FASTA (.gz ok) or a prepared .npz batch")
     s.add_argument("--hits", help="write all hit records with domains and alignments (gzipped JSON, for merge)")
     s.add_argument("--stats", help="write per-stage statistics (JSON) here")
@@ -419,7 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_thresholds(s)
     s.set_defaults(func=cmd_search)
 
-    s = sub.add_parser("press", help="pack models' filter tables into a .npz")
+    s = sub.add_parser("press", help="pack models' filter tables for the kernels: mapped (loads at once), "
+                                     "or a .npz where the output's name ends so")
     s.add_argument("hmms")
     s.add_argument("-o", "--output", required=True)
     s.set_defaults(func=cmd_press)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import io
+import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,12 @@ N_TRANS = 8  #: transitions per node: BM MM IM DM MD MI II DD
 _DEGENERATE = {21: "ND", 22: "IL", 23: "QE", 24: "K", 25: "C", 26: "ACDEFGHIKLMNPQRSTVWY"}
 _SYMBOLS = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
 _PRESS_VERSION = 2
+#: the mapped pressed format (:meth:`ProfileDB.save` to a name not ending in .npz): these 8 bytes,
+#: then uint32 format version, uint32 header bytes, uint64 file bytes, a JSON header (scalars; per
+#: array its dtype, shape and offset), and the arrays at 64-byte aligned offsets, read in place
+#: with a memory map (:meth:`ProfileDB.load`)
+MAPPED_MAGIC = b"HMMCPRS\x00"
+_MAPPED_ALIGN = 64
 
 
 def _libm_logf_c():
@@ -258,21 +265,96 @@ class ProfileDB:
         return table[self.trans_off[m] : self.trans_off[m] + N_TRANS * M].reshape(M, N_TRANS)
 
     def save(self, path: str | Path) -> None:
-        """Write the database as one ``.npz`` (through :func:`~hmmcascade.outfiles.open_output`)."""
+        """Write the database (through :func:`~hmmcascade.outfiles.open_output`): as one ``.npz``
+        where the name ends so, else in the mapped format (:data:`MAPPED_MAGIC`), which
+        :meth:`load` maps instead of reading."""
         from .outfiles import open_output
 
+        if not str(path).endswith(".npz"):
+            return self._save_mapped(path)
         arrays = {f: getattr(self, f) for f in self.__dataclass_fields__}
         arrays["press_version"] = np.int32(_PRESS_VERSION)
         arrays["pyhmmer_version"] = np.array(pyhmmer.__version__)
         with open_output(path, "wb") as fh:
             np.savez(fh, **arrays)
 
+    def _save_mapped(self, path) -> None:
+        from .outfiles import open_output
+
+        entries, scalars, offset = [], {}, 0
+        arrays = []
+        for f in self.__dataclass_fields__:
+            v = getattr(self, f)
+            if not isinstance(v, np.ndarray):
+                scalars[f] = v
+                continue
+            a = np.ascontiguousarray(v)
+            entries.append({"name": f, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
+            arrays.append(a)
+            offset += -(-a.nbytes // _MAPPED_ALIGN) * _MAPPED_ALIGN
+        header = json.dumps({"press_version": _PRESS_VERSION, "pyhmmer_version": pyhmmer.__version__,
+                             "scalars": scalars, "arrays": entries}).encode()
+        start = -(-(24 + len(header)) // _MAPPED_ALIGN) * _MAPPED_ALIGN
+        total = start + offset
+        with open_output(path, "wb") as fh:
+            fh.write(MAPPED_MAGIC + struct.pack("<IIQ", _PRESS_VERSION, len(header), total) + header)
+            fh.write(b"\0" * (start - 24 - len(header)))
+            for a in arrays:
+                fh.write(memoryview(a.reshape(-1)).cast("B") if a.nbytes else b"")
+                fh.write(b"\0" * (-(-a.nbytes // _MAPPED_ALIGN) * _MAPPED_ALIGN - a.nbytes))
+
+    @staticmethod
+    def is_mapped(path) -> bool:
+        """Whether ``path`` starts as a mapped pressed database does."""
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(len(MAPPED_MAGIC)) == MAPPED_MAGIC
+        except OSError:
+            return False
+
+    @classmethod
+    def _load_mapped(cls, path) -> "ProfileDB":
+        from .io import InputError, check_input_file
+
+        what = "pressed hmmcascade model"
+        check_input_file(Path(path), what)
+        size = Path(path).stat().st_size
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(24)
+                version, hlen, total = struct.unpack("<IIQ", head[8:24])
+                if version != _PRESS_VERSION:
+                    raise InputError(f"{path}: a {what} file of another version ({version}); press the models again")
+                if size != total:
+                    raise InputError(f"{path}: truncated or corrupt {what} file ({size:,} bytes, its header says {total:,})")
+                header = json.loads(fh.read(hlen).decode())
+            start = -(-(24 + hlen) // _MAPPED_ALIGN) * _MAPPED_ALIGN
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            values = dict(header["scalars"])
+            for e in header["arrays"]:
+                dt = np.dtype(e["dtype"])
+                count = int(np.prod(e["shape"], dtype=np.int64))
+                if dt.hasobject or start + e["offset"] + count * dt.itemsize > size:
+                    raise ValueError(f"array {e['name']} lies outside the file")
+                values[e["name"]] = np.frombuffer(mm, dtype=dt, count=count, offset=start + e["offset"]).reshape(e["shape"])
+            missing = [f for f in cls.__dataclass_fields__ if f not in values]
+            if missing:
+                raise ValueError(f"no '{missing[0]}' entry")
+            return cls(**{f: values[f] for f in cls.__dataclass_fields__})
+        except InputError:
+            raise
+        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError, OSError) as exc:
+            raise InputError(f"{path}: truncated or corrupt {what} file ({' '.join(str(exc).split())})") from None
+
     @classmethod
     def load(cls, path: str | Path) -> "ProfileDB":
-        """Read a database written by :meth:`save` (:class:`~hmmcascade.io.InputError` naming the file if it
-        is missing, cut short, of another version or not a pressed database)."""
+        """Read a database written by :meth:`save`: a mapped one in place (a memory map: pages
+        are read as they are used), an ``.npz`` whole (:class:`~hmmcascade.io.InputError` naming
+        the file if it is missing, cut short, of another version or not a pressed database)."""
         from .io import InputError, read_npz
 
+        if cls.is_mapped(path):
+            return cls._load_mapped(path)
         what = "pressed hmmcascade model"
         version = read_npz(path, what, ["press_version"])["press_version"]
         if version.shape != () or int(version) != _PRESS_VERSION:
@@ -381,6 +463,12 @@ def press(hmms, *, progress=None) -> ProfileDB:
     Raises:
         ValueError: a model is not an amino-acid model.
     """
+    cols, scales = _press_columns(hmms, progress)
+    return _assemble(cols, scales)
+
+
+def _press_columns(hmms, progress=None) -> tuple[dict, tuple]:
+    """Each model's tables, as lists per column, and the scales (MSV, Viterbi units; Viterbi base)."""
     alphabet = Alphabet.amino()
     bg = Background(alphabet)
     bg_f = np.asarray(bg.residue_frequencies, dtype=np.float32)
@@ -430,6 +518,74 @@ def press(hmms, *, progress=None) -> ProfileDB:
         cols["ddbound"].append(tables["ddbound_w"])
         if progress is not None:
             progress(i + 1, None)
+    return cols, (scale_b, scale_w, base_w)
+
+
+def _press_chunk(data: bytes) -> tuple[dict, tuple]:
+    """(In a worker process) the models of ``data``, text HMMER3 records, pressed into columns."""
+    from pyhmmer.plan7 import HMMFile
+
+    with HMMFile(io.BytesIO(data)) as fh:
+        hmms = list(fh)
+    return _press_columns(hmms)
+
+
+def press_file(path, processes: int | None = None, min_bytes: int = 16 << 20, report: dict | None = None) -> ProfileDB:
+    """Read and press the models of a file (:func:`~hmmcascade.io.read_hmms`, :func:`press`); a text
+    file of at least ``min_bytes`` (uncompressed) is cut at model boundaries and its parts read and
+    pressed at once in ``processes`` worker processes (default: one per CPU).  The tables are the
+    same as :func:`press`'s; a part that fails to read makes the whole file read again in this
+    process, which names the problem as :func:`~hmmcascade.io.read_hmms` does.  ``report`` (a dict)
+    gets ``parts``: the parts pressed at once (0: read and pressed in this process)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .io import check_input_file, open_input, read_hmms
+
+    processes = processes or os.cpu_count() or 1
+    report = {} if report is None else report
+    report["parts"] = 0
+    data = b""
+    if processes > 1:
+        check_input_file(Path(path), "HMM")
+        try:
+            with open_input(Path(path)) as fh:
+                data = fh.read()
+        except Exception:  # noqa: BLE001 - read_hmms below reports the file's problem
+            data = b""
+    if len(data) < max(min_bytes, 1) or not data.startswith(b"HMMER3"):
+        return press(read_hmms(path))
+    ends = [m + 4 for m in _record_ends(data)]
+    if len(ends) < 2 or data[ends[-1]:].strip():
+        return press(read_hmms(path))
+    parts = min(len(ends), processes * 4)
+    cuts = [0] + [ends[round(len(ends) * k / parts) - 1] for k in range(1, parts)] + [len(data)]
+    chunks = [data[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    try:
+        with ProcessPoolExecutor(max_workers=min(processes, len(chunks)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_press_chunk, chunks))
+        cols = {k: [x for c, _ in results for x in c[k]] for k in results[0][0]}
+        if len(cols["M"]) != len(ends):
+            raise ValueError("models lost between parts")
+        scales = results[0][1]
+        report["parts"] = len(chunks)
+    except Exception:  # noqa: BLE001 - the serial read names the problem (non-protein models included)
+        return press(read_hmms(path))
+    return _assemble(cols, scales)
+
+
+def _record_ends(data: bytes) -> list[int]:
+    """Offsets of each ``\n//`` line that ends a text HMMER3 record (the newline before it)."""
+    import re
+
+    return [m.start() for m in re.finditer(rb"\n//\r?\n", data)]
+
+
+def _assemble(cols: dict, scales: tuple) -> ProfileDB:
+    """The ProfileDB of :func:`_press_columns`' columns."""
+    scale_b, scale_w, base_w = scales
     if not cols["M"]:
         raise ValueError("no models to press")
     M = np.asarray(cols["M"], dtype=np.int32)

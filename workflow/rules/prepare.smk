@@ -6,7 +6,7 @@ rule press_models:
     input:
         hmms=get_hmms(),
     output:
-        pressed="results/prepared/models.npz",
+        pressed="results/prepared/models.hmmc",
     params:
         py=PY,
     conda:

@@ -7,7 +7,7 @@
 
 rule search_batch:
     input:
-        models="results/prepared/models.npz",
+        models="results/prepared/models.hmmc",
         batch="results/prepared/batch{batch}.npz",
         meta="results/prepared/sequences.json",
     output:
@@ -41,7 +41,7 @@ rule merge_hits:
         hits=expand("results/search/batch{batch}.hits.json.gz", batch=BATCHES),
         stats=expand("results/search/batch{batch}.stats.json", batch=BATCHES),
         meta="results/prepared/sequences.json",
-        models="results/prepared/models.npz",
+        models="results/prepared/models.hmmc",
         dat=get_pfam_dat(),
     output:
         tblout="results/hmmcascade.tblout",

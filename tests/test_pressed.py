@@ -1,0 +1,81 @@
+"""The pressed database: a mapped format read in place (checked: a cut or foreign file is one line),
+and large model files read and pressed in parallel parts with the same tables."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hmmcascade.io import InputError, read_hmms
+from hmmcascade.profiles import MAPPED_MAGIC, ProfileDB, press, press_file
+
+REPO = Path(__file__).resolve().parents[1]
+HMMS = REPO / "resources" / "pfam35_default.hmm.gz"
+
+
+def _same(a: ProfileDB, b: ProfileDB) -> bool:
+    for f in a.__dataclass_fields__:
+        x, y = getattr(a, f), getattr(b, f)
+        if isinstance(x, np.ndarray):
+            if x.dtype != y.dtype or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def db():
+    return press(read_hmms(HMMS))
+
+
+def test_mapped_file_loads_in_place_with_the_same_tables(db, tmp_path):
+    db.save(tmp_path / "m.hmmc")
+    db.save(tmp_path / "m.npz")
+    assert (tmp_path / "m.hmmc").read_bytes()[:8] == MAPPED_MAGIC and ProfileDB.is_mapped(tmp_path / "m.hmmc")
+    mapped, npz = ProfileDB.load(tmp_path / "m.hmmc"), ProfileDB.load(tmp_path / "m.npz")
+    assert _same(mapped, db) and _same(npz, db)
+    assert isinstance(mapped.fwd_msc_f32.base, np.memmap) or not mapped.fwd_msc_f32.flags.owndata  # (not read whole)
+
+
+def test_cut_or_foreign_mapped_files_are_one_line_errors(db, tmp_path):
+    db.save(tmp_path / "m.hmmc")
+    data = (tmp_path / "m.hmmc").read_bytes()
+    (tmp_path / "cut.hmmc").write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match=r"cut.hmmc: truncated or corrupt pressed hmmcascade model file \("):
+        ProfileDB.load(tmp_path / "cut.hmmc")
+    (tmp_path / "old.hmmc").write_bytes(data[:8] + struct.pack("<I", 1) + data[12:])
+    with pytest.raises(InputError, match="old.hmmc: a pressed hmmcascade model file of another version"):
+        ProfileDB.load(tmp_path / "old.hmmc")
+    hlen = struct.unpack("<I", data[12:16])[0]
+    (tmp_path / "json.hmmc").write_bytes(data[:24] + b"{" * hlen + data[24 + hlen:])
+    with pytest.raises(InputError, match="json.hmmc: truncated or corrupt"):
+        ProfileDB.load(tmp_path / "json.hmmc")
+    run = subprocess.run([sys.executable, "-m", "hmmcascade", "search", str(tmp_path / "cut.hmmc"),
+                          str(REPO / "resources" / "proteins_default.faa.gz")], capture_output=True, text=True)
+    assert run.returncode == 1 and run.stderr.strip().count("\n") == 0 and "cut.hmmc: truncated" in run.stderr
+
+
+def test_parallel_press_gives_the_serial_tables(db, tmp_path):
+    report = {}
+    assert _same(press_file(HMMS, processes=2, min_bytes=0, report=report), db) and report["parts"] > 2
+    assert press_file(HMMS, processes=2, report=report) is not None and report["parts"] == 0  # (small: serial)
+
+
+def test_a_bad_model_in_a_parallel_part_is_named_as_the_serial_read_names_it(tmp_path):
+    text = gzip.decompress(HMMS.read_bytes())
+    records = text.split(b"//\n")[:-1]
+    bad = records[5].replace(b"\nLENG ", b"\nLENG x", 1)
+    path = tmp_path / "bad.hmm"
+    path.write_bytes(b"//\n".join(records[:5] + [bad] + records[6:]) + b"//\n")
+    with pytest.raises(InputError) as serial:
+        read_hmms(path)
+    with pytest.raises(InputError) as parallel:
+        press_file(path, processes=2, min_bytes=0)
+    assert str(parallel.value) == str(serial.value) and str(path) in str(serial.value)
