@@ -79,3 +79,16 @@ def test_a_bad_model_in_a_parallel_part_is_named_as_the_serial_read_names_it(tmp
     with pytest.raises(InputError) as parallel:
         press_file(path, processes=2, min_bytes=0)
     assert str(parallel.value) == str(serial.value) and str(path) in str(serial.value)
+
+
+def test_a_search_from_the_mapped_file_equals_one_from_the_models(db, tmp_path, device):
+    from hmmcascade.cascade import search
+    from hmmcascade.io import read_sequences
+
+    db.save(tmp_path / "m.hmmc")
+    seqs = read_sequences(REPO / "resources" / "proteins_default.faa.gz").subset(np.arange(300))
+    mapped = ProfileDB.load(tmp_path / "m.hmmc")
+    assert not mapped.fwd_msc_f32.flags.writeable  # (uploaded through a copy: Device.to_device)
+    a, b = search(mapped, seqs, device), search(db, seqs, device)
+    assert len(a.hits) > 0 and all(np.array_equal(getattr(a.hits, f), getattr(b.hits, f))
+                                   for f in ("model", "target", "score_bits", "evalue"))

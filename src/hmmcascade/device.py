@@ -361,6 +361,8 @@ class Device:
         a = np.ascontiguousarray(array)
         if a.nbytes == 0:
             a = np.zeros(1, dtype=a.dtype)
+        elif not a.flags.writeable:  # (a read-only memory map, a mapped pressed database's table: NVIDIA's
+            a = a.copy()             # asynchronous copy from one failed, OUT_OF_RESOURCES; from process memory)
         buf, freed = self._take(a.nbytes)
         if "_upload_queue" not in self.__dict__:
             self._upload_queue = cl.CommandQueue(self.ctx)
