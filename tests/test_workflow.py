@@ -76,6 +76,30 @@ def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
+def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
+    """shards {models: 3, sequences: 2}: six search jobs, each a third of the models (even in nodes)
+    against half of the targets; the merged tables equal one unsharded search's row for row, and the
+    run's full comparison with pyhmmer passes (require_identical)."""
+    hmm_path, seq_path = small_inputs
+    config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path),
+                     shards={"models": 3, "sequences": 2}, compare={"mode": "full"})
+    run = _snakemake(tmp_path, config)
+    assert run.returncode == 0, run.stderr[-3000:]
+    jobs = sorted(p.name for p in (tmp_path / "results/search").glob("*.stats.json"))
+    assert jobs == [f"batch{b:03d}.m{k}.stats.json" for b in range(2) for k in (1, 2, 3)]
+    one = tmp_path / "one"
+    cmd = [sys.executable, "-m", "hmmcascade", "search", str(hmm_path), str(seq_path), "--quiet",
+           "--tblout", str(one) + ".tbl", "--domtblout", str(one) + ".dom"]
+    assert subprocess.run(cmd, capture_output=True, text=True, timeout=600).returncode == 0
+
+    def rows(path):
+        return [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
+    assert rows(tmp_path / "results/hmmcascade.tblout") == rows(str(one) + ".tbl") != []
+    assert rows(tmp_path / "results/hmmcascade.domtblout") == rows(str(one) + ".dom")
+    accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
+    assert accuracy["recall"] == accuracy["precision"] == 1.0 and accuracy["sample"] is None
+
+
 def test_workflow_downloads_and_annotates(tmp_path, site):  # noqa: F811 - pytest fixture
     config = _config(tmp_path, databases="download", batches=1,
                      download={"pfam_base_url": site.pfam_url + "/", "uniprot_base_url": site.uniprot_url + "/"})

@@ -200,6 +200,16 @@ def _read_families(args):
     return read_pfam_dat(args.pfam_dat)
 
 
+def _shard_arg(text: str) -> tuple[int, int]:
+    """``K/N`` (1 <= K <= N) as (K, N), for argparse."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
 def _load_models(path: str):
     """(None, the ProfileDB) of a pressed file, or of a model file read and pressed (large text files
     in parallel, :func:`~hmmcascade.profiles.press_file`)."""
@@ -275,6 +285,14 @@ def cmd_search(args) -> int:
     dev = device.open_device(args.device, options)
     builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
     _, db = _load_models(args.hmms)
+    models, first = db, 0
+    if args.model_shard:  # (a shard of the models: its hits' model numbers are made the whole file's again)
+        k, n = args.model_shard
+        try:
+            first, stop = db.shard(k, n)
+        except ValueError as exc:
+            raise InputError(f"{args.hmms}: {exc}") from None
+        db = db.subset(first, stop)
     seqs = _load_seqs(args.seqs)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
     progress = None if args.quiet else progress_printer(every_s=10.0, nodes=db.nodes)
@@ -282,6 +300,9 @@ def cmd_search(args) -> int:
         if progress is not None:
             progress(0, seqs.total_residues)
         res = cascade.search(db, seqs, dev, th, progress=progress, options=options)
+    for h in res.records if first else ():
+        h.model += first
+    db = models
     stats = res.stats.as_dict()
     with outputs:
         _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families)
@@ -406,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_outputs(s)
     s.add_argument("--device", default=None, help="auto (default), gpu, cpu, P:D, or a name substring")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.add_argument("--model-shard", metavar="K/N", type=_shard_arg, default=None,
+                   help="search shard K of N of the models (consecutive models, even in nodes); hit records "
+                        "keep the whole file's model numbers, so a merge of every shard's equals one search")
     s.add_argument("--cpu", type=int, default=None,
                    help="host worker processes for the domain work left to the host (default: one per CPU; "
                         "0: none, in this process)")

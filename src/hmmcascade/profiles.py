@@ -254,6 +254,47 @@ class ProfileDB:
         """Sum of model lengths."""
         return int(self.M.sum())
 
+    #: tables concatenated over models: by emission offsets (KP * M each), by transition offsets (8 * M)
+    _EMISSION_TABLES = ("msv_cost_u8", "vit_msc_i16", "fwd_msc_f32")
+    _TRANSITION_TABLES = ("vit_tsc_i16", "fwd_tsc_f32")
+
+    def subset(self, start: int, stop: int) -> "ProfileDB":
+        """Models ``start`` .. ``stop - 1`` as a database of their own (model i here is model
+        ``start + i`` of this one); the same tables, sliced."""
+        if not 0 <= start < stop <= len(self):
+            raise ValueError(f"models {start}..{stop - 1} are not within 0..{len(self) - 1}")
+        e0 = int(self.emis_off[start])
+        e1 = int(self.emis_off[stop]) if stop < len(self) else len(self.fwd_msc_f32)
+        t0 = int(self.trans_off[start])
+        t1 = int(self.trans_off[stop]) if stop < len(self) else len(self.fwd_tsc_f32)
+        values = {}
+        for f in self.__dataclass_fields__:
+            v = getattr(self, f)
+            if f in self._EMISSION_TABLES:
+                values[f] = v[e0:e1]
+            elif f in self._TRANSITION_TABLES:
+                values[f] = v[t0:t1]
+            elif f == "emis_off":
+                values[f] = v[start:stop] - e0
+            elif f == "trans_off":
+                values[f] = v[start:stop] - t0
+            elif isinstance(v, np.ndarray):
+                values[f] = v[start:stop]
+            else:
+                values[f] = v
+        return ProfileDB(**values)
+
+    def shard(self, k: int, n: int) -> tuple[int, int]:
+        """Models ``(start, stop)`` of shard ``k`` of ``n`` (1-based): consecutive models, the
+        shards' node counts as even as whole models allow; every shard has a model."""
+        if not 1 <= k <= n <= len(self):
+            raise ValueError(f"model shard {k}/{n} of {len(self)} models: need 1 <= K <= N <= the models")
+        ends = np.cumsum(self.M.astype(np.int64))
+        cuts = [0] + [int(np.searchsorted(ends, ends[-1] * j / n, side="left")) + 1 for j in range(1, n)] + [len(self)]
+        for j in range(1, n + 1):  # (at least one model each, in order)
+            cuts[j] = min(max(cuts[j], cuts[j - 1] + 1), len(self) - (n - j))
+        return cuts[k - 1], cuts[k]
+
     def emission(self, table: np.ndarray, m: int) -> np.ndarray:
         """One model's ``[KP, M]`` view of a concatenated emission table."""
         M = int(self.M[m])

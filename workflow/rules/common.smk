@@ -18,7 +18,6 @@ validate(config, schema="../schemas/config.schema.yaml")
 _USE_CONDA = "conda" in {str(m) for m in workflow.deployment_settings.deployment_method}
 PY = shlex.join(["env", f"PYTHONPATH={Path(workflow.basedir) / 'src'}", "python" if _USE_CONDA else sys.executable])
 ENV = "../../envs/hmmcascade.yaml"
-BATCHES = [f"{b:03d}" for b in range(config["batches"])]
 
 
 def _input_path(path):
@@ -41,6 +40,51 @@ def get_sequences():
     if config["databases"] == "download":
         return "resources/uniprot/uniprot_sprot.fasta.gz"
     return _input_path(config["sequences"])
+
+
+def _auto_shards():
+    """(model shards, sequence shards) for shards: auto, from the inputs' sizes: about
+    AUTO_JOB_CELLS cells (model nodes x residues) a search job, a few minutes on one GPU at the
+    H100's ~2,500 GCUPS end to end (2026-11-25); one model shard (the models' tables fit a GPU:
+    Pfam-A's take 2.4 GiB). Sizes are estimated from the files: 470 bytes of HMM text a node, 1
+    byte of FASTA a residue, gzip 4x and 2x smaller. Inputs not there yet (to be downloaded): 2."""
+    try:
+        hmm, seqs = get_hmms(), get_sequences()
+        nodes = os.path.getsize(hmm) * (4 if hmm.endswith(".gz") else 1) / 470
+        residues = os.path.getsize(seqs) * (2 if seqs.endswith(".gz") else 1)
+    except OSError:
+        return 1, 2
+    return 1, max(1, min(256, int(-(-nodes * residues // AUTO_JOB_CELLS))))
+
+
+AUTO_JOB_CELLS = 5e14
+
+
+def _shard_counts():
+    """(model shards, sequence shards): config shards {models, sequences}, each N or auto; the older
+    key batches, where given, sets the sequence shards that shards.sequences leaves auto."""
+    shards = config.get("shards") or {}
+    auto = _auto_shards()
+    models = shards.get("models", "auto")
+    sequences = shards.get("sequences", "auto")
+    if sequences == "auto" and "batches" in config:
+        sequences = config["batches"]
+    return (auto[0] if models == "auto" else int(models)), (auto[1] if sequences == "auto" else int(sequences))
+
+
+N_MODEL_SHARDS, N_SEQUENCE_SHARDS = _shard_counts()
+BATCHES = [f"{b:03d}" for b in range(N_SEQUENCE_SHARDS)]
+MODEL_SHARDS = [str(k) for k in range(1, N_MODEL_SHARDS + 1)]
+
+
+#: a search job's files: results/search/batch{batch}{SHARD}.hits.json.gz and .stats.json, with
+#: SHARD ".m{shard}" where the models are sharded (else the names of an unsharded run)
+SHARD = ".m{shard}" if N_MODEL_SHARDS > 1 else ""
+
+
+def model_shard_args(wildcards):
+    """--model-shard K/N for a search job of model shard K (none where the models are not sharded)."""
+    return ["--model-shard", f"{wildcards.shard}/{N_MODEL_SHARDS}"] if N_MODEL_SHARDS > 1 else []
 
 
 def threshold_args():

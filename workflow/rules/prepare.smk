@@ -25,7 +25,7 @@ rule prepare_sequences:
         meta="results/prepared/sequences.json",
     params:
         py=PY,
-        n=config["batches"],
+        n=N_SEQUENCE_SHARDS,
         outdir=lambda wildcards, output: os.path.dirname(output.meta),
     conda:
         ENV

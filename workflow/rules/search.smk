@@ -1,8 +1,13 @@
-# Search: the MSV -> bias -> Viterbi -> Forward cascade and domain definition on each batch,
-# then a merge that applies the whole search's thresholds (Z = all targets, domZ = reported
+# Search: the MSV -> bias -> Viterbi -> Forward cascade and domain definition on each shard
+# (a shard of the models x a batch of the targets: config shards), then a merge that applies the whole search's thresholds (Z = all targets, domZ = reported
 # targets per model) and writes HMMER's tables, alignments, pfam_scan's table and GFF3.
 # A new merge first removes the last comparison's accuracy files: they described the old tables,
 # and must not stand beside missing or new ones if this merge fails.
+
+
+wildcard_constraints:
+    batch=r"\d+",
+    shard=r"\d+",
 
 
 rule search_batch:
@@ -11,18 +16,19 @@ rule search_batch:
         batch="results/prepared/batch{batch}.npz",
         meta="results/prepared/sequences.json",
     output:
-        hits="results/search/batch{batch}.hits.json.gz",
-        stats="results/search/batch{batch}.stats.json",
+        hits="results/search/batch{batch}" + SHARD + ".hits.json.gz",
+        stats="results/search/batch{batch}" + SHARD + ".stats.json",
     params:
         py=PY,
         thresholds=threshold_args(),
         device=config["device"],
         memory=str(config.get("device_memory", "auto")),
         z=z_args("results/prepared/sequences.json"),
+        shard=model_shard_args,
     conda:
         ENV
     log:
-        "logs/search_batch/batch{batch}.log",
+        "logs/search_batch/batch{batch}" + SHARD + ".log",
     # one GPU per search job: the default profile (workflow/profiles/default) makes a plain
     # `snakemake --cores N` run one at a time per GPU (--resources gpu=N with N GPUs), while the
     # CPU jobs (press, prepare, merge, compare) run beside it
@@ -33,13 +39,13 @@ rule search_batch:
     shell:
         "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} --hits {output.hits:q}"
         " --stats {output.stats:q} --device {params.device:q}"
-        " --device-memory {params.memory:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
+        " --device-memory {params.memory:q} {params.shard:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
 
 rule merge_hits:
     input:
-        hits=expand("results/search/batch{batch}.hits.json.gz", batch=BATCHES),
-        stats=expand("results/search/batch{batch}.stats.json", batch=BATCHES),
+        hits=expand("results/search/batch{batch}" + SHARD + ".hits.json.gz", batch=BATCHES, shard=MODEL_SHARDS),
+        stats=expand("results/search/batch{batch}" + SHARD + ".stats.json", batch=BATCHES, shard=MODEL_SHARDS),
         meta="results/prepared/sequences.json",
         models="results/prepared/models.hmmc",
         dat=get_pfam_dat(),
