@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,12 @@ def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
     assert rows(tmp_path / "results/hmmcascade.domtblout") == rows(str(one) + ".dom")
     accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
     assert accuracy["recall"] == accuracy["precision"] == 1.0 and accuracy["sample"] is None
+    # every search job asks for a GPU, host memory and a time limit (a cluster's request)
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+                          str(tmp_path), "--configfile", str(config), "--cores", "2", "--dry-run", "--forceall"],
+                         capture_output=True, text=True, timeout=300)
+    jobs = [b for b in dry.stdout.split("rule ")[1:] if b.startswith("search_batch:")]
+    assert len(jobs) == 6 and all(re.search(r"gpu=1, runtime=\d+, mem_mb=\d+", b) for b in jobs), dry.stdout[-2000:]
 
 
 def test_workflow_downloads_and_annotates(tmp_path, site):  # noqa: F811 - pytest fixture

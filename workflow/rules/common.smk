@@ -121,6 +121,25 @@ def search_mem_mb(wildcards, input):
     return int(6 * input.size_mb + 1024)
 
 
+#: a search job's time limit (Snakemake's runtime, minutes; a cluster's wall-clock limit) counts
+#: its cells at this rate: a tenth of the H100's end-to-end ~2,500 GCUPS (2026-11-25), so that a
+#: slower or shared GPU stays within it; plus RUNTIME_BASE_MIN for reading, builds and writing
+RUNTIME_GCUPS = 250
+RUNTIME_BASE_MIN = 10
+PRESSED_BYTES_PER_NODE = 284
+
+
+def search_runtime(wildcards, input):
+    """Minutes for one search job: its model shard's nodes (the pressed file's bytes / 284 a node, over
+    the model shards) x its batch's residues (about its bytes), at RUNTIME_GCUPS, plus RUNTIME_BASE_MIN."""
+    try:
+        nodes = os.path.getsize(input.models) / PRESSED_BYTES_PER_NODE / N_MODEL_SHARDS
+        residues = os.path.getsize(input.batch)
+    except (OSError, AttributeError, TypeError):  # (inputs not made yet: a dry run)
+        return RUNTIME_BASE_MIN
+    return int(RUNTIME_BASE_MIN + nodes * residues / (RUNTIME_GCUPS * 1e9) / 60)
+
+
 def get_pfam_dat():
     """Pfam-A.hmm.dat (types, clans, nesting) when available: downloaded, or configured; else none."""
     if config["databases"] == "download":

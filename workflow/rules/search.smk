@@ -35,6 +35,7 @@ rule search_batch:
     resources:
         gpu=1,
         mem_mb=search_mem_mb,
+        runtime=search_runtime,
     threads: 1
     shell:
         "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} --hits {output.hits:q}"
