@@ -90,13 +90,17 @@ def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
     assert jobs == [f"batch{b:03d}.m{k}.stats.json" for b in range(2) for k in (1, 2, 3)]
     one = tmp_path / "one"
     cmd = [sys.executable, "-m", "hmmcascade", "search", str(hmm_path), str(seq_path), "--quiet",
-           "--tblout", str(one) + ".tbl", "--domtblout", str(one) + ".dom"]
+           "--tblout", str(one) + ".tbl", "--domtblout", str(one) + ".dom", "--ipr-tsv", str(one) + ".ipr.tsv",
+           "--protein-summary", str(one) + ".proteins.tsv"]
     assert subprocess.run(cmd, capture_output=True, text=True, timeout=600).returncode == 0
 
     def rows(path):
         return [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
     assert rows(tmp_path / "results/hmmcascade.tblout") == rows(str(one) + ".tbl") != []
     assert rows(tmp_path / "results/hmmcascade.domtblout") == rows(str(one) + ".dom")
+    # (the merge's MD5s come from the prepared batches, the search's from the FASTA: the same)
+    assert rows(tmp_path / "results/hmmcascade.interproscan.tsv") == rows(str(one) + ".ipr.tsv") != []
+    assert rows(tmp_path / "results/hmmcascade.proteins.tsv") == rows(str(one) + ".proteins.tsv")
     accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
     assert accuracy["recall"] == accuracy["precision"] == 1.0 and accuracy["sample"] is None
     # every search job asks for a GPU, host memory and a time limit (a cluster's request)

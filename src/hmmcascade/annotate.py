@@ -43,7 +43,8 @@ from .io import InputError, check_input_file, open_input
 from .outfiles import write_text
 from .results import Domain, Hit
 
-__all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3"]
+__all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3",
+           "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary"]
 
 
 @dataclass(frozen=True)
@@ -302,6 +303,83 @@ def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, res
         column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs)
         lines.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
                                 "%.1f" % a.bits, ".", ".", column9]))
+    _write_lines(path, lines)
+
+
+#: InterProScan 5's TSV columns (its documentation, docs/OutputFormats.rst: "Tab-separated values
+#: format"), 1-13; the optional GO and pathway columns (14, 15) are not written
+IPR_COLUMNS = ("protein_accession", "sequence_md5", "sequence_length", "analysis", "signature_accession",
+               "signature_description", "start", "stop", "score", "status", "date", "interpro_accession",
+               "interpro_description")
+#: Easel's amino alphabet: a digital residue code's letter (hmmcascade.io.SequenceSet holds codes)
+_AMINO = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"
+
+
+def sequence_md5s(seqs) -> dict[str, str]:
+    """Each sequence's MD5 (hex) of its upper-case residues, as InterProScan's column 2, by name;
+    ``seqs``: :class:`~hmmcascade.io.SequenceSet` objects (or one)."""
+    import hashlib
+
+    import numpy as np
+
+    table = np.frombuffer(_AMINO.encode(), dtype=np.uint8)
+    out = {}
+    for s in [seqs] if hasattr(seqs, "residues") else seqs:
+        letters = table[np.minimum(s.residues, len(_AMINO) - 1)].tobytes()
+        for name, o, n in zip(s.names, s.offsets.tolist(), s.lengths.tolist()):
+            out[str(name)] = hashlib.md5(letters[o: o + n]).hexdigest()
+    return out
+
+
+def _java_e(x: float) -> str:
+    """An E-value as InterProScan's TSV prints it: one decimal, exponent unpadded (7.9E-43, 0.0)."""
+    if x == 0:
+        return "0.0"
+    mantissa, _, exponent = f"{x:.1E}".partition("E")
+    return f"{mantissa}E{int(exponent)}"
+
+
+def write_interproscan_tsv(path, hits, families: dict[str, PfamFamily] | None = None, *, md5s=None,
+                           descriptions: dict[str, str] | None = None, date: str | None = None,
+                           resolve_clan_overlap: bool = True, significant_only: bool = True) -> None:
+    """The domains of :func:`pfam_domains` in InterProScan 5's TSV layout (:data:`IPR_COLUMNS`), as
+    its Pfam analysis reports them: analysis ``Pfam``, the accession without version, start and
+    stop the envelope (InterProScan's Pfam locations), score the domain's independent E-value,
+    status ``T``, the date of the run (DD-MM-YYYY), ``-`` for the InterPro columns (no InterPro
+    data here) and where an MD5 is not known (``md5s``: :func:`sequence_md5s`).  By default only
+    significant domains (gathering thresholds, as InterProScan's Pfam filter).  No header line, as
+    InterProScan writes none."""
+    import time as _time
+
+    date = date or _time.strftime("%d-%m-%Y")
+    md5s, descriptions, families = md5s or {}, descriptions or {}, families or {}
+    lines = []
+    for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap):
+        if significant_only and not a.significant:
+            continue
+        fam = families.get(a.hmm_name)
+        desc = (fam.description if fam else "") or descriptions.get(a.hmm_name) or a.hmm_name
+        cols = [a.seq_id, md5s.get(a.seq_id, "-"), a.seq_length, "Pfam", a.hmm_acc.split(".")[0], desc,
+                a.env_from, a.env_to, _java_e(a.evalue), "T", date, "-", "-"]
+        lines.append("\t".join(" ".join(str(c).split()) for c in cols))
+    write_text(path, "".join(line + "\n" for line in lines))
+
+
+def write_protein_summary(path, hits, families: dict[str, PfamFamily] | None = None, *,
+                          resolve_clan_overlap: bool = True, significant_only: bool = False) -> None:
+    """One line per protein with domains (:func:`pfam_domains`): its length, number of domains, the
+    domain architecture (model names in order of alignment start, space-separated), their
+    accessions in that order, and its clans (sorted, ``-`` for none); proteins sorted by name.
+    A header line names the columns."""
+    per: dict[str, list[DomainAnnotation]] = {}
+    for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap):
+        if a.significant or not significant_only:
+            per.setdefault(a.seq_id, []).append(a)
+    lines = ["protein\tlength\tdomains\tarchitecture\taccessions\tclans"]
+    for seq_id, doms in per.items():  # (pfam_domains: proteins sorted, domains by alignment start)
+        clans = sorted({a.clan for a in doms if a.clan != "No_clan"})
+        lines.append("\t".join([seq_id, str(doms[0].seq_length), str(len(doms)), " ".join(a.hmm_name for a in doms),
+                                " ".join(a.hmm_acc for a in doms), " ".join(clans) or "-"]))
     _write_lines(path, lines)
 
 

@@ -155,11 +155,13 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
     g.add_argument("--alignments", help="hmmsearch-style hit lists with domain tables and alignments (text)")
     g.add_argument("--pfamscan", help="per-protein domain table in pfam_scan.pl's columns")
     g.add_argument("--gff3", help="domains as GFF3 protein_match features")
+    g.add_argument("--ipr-tsv", help="significant domains in InterProScan's TSV columns (analysis Pfam)")
+    g.add_argument("--protein-summary", help="one line per protein: length, domains, architecture, clans")
     g.add_argument("--pfam-dat", help="Pfam-A.hmm.dat(.gz): family types, clans and nesting for --pfamscan/--gff3"
                                       " (enables pfam_scan's clan overlap resolution)")
 
 
-_TABLE_OPTIONS = ("tblout", "domtblout", "alignments", "pfamscan", "gff3")
+_TABLE_OPTIONS = ("tblout", "domtblout", "alignments", "pfamscan", "gff3", "ipr_tsv", "protein_summary")
 
 
 def _outputs(args, *names: str) -> dict[str, str | None]:
@@ -168,7 +170,7 @@ def _outputs(args, *names: str) -> dict[str, str | None]:
 
 
 def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None,
-                   families=None) -> None:
+                   families=None, seqs=None) -> None:
     from .output import query_infos, write_alignments, write_domtblout, write_tblout
 
     queries = query_infos(db) if db is not None else None
@@ -181,14 +183,21 @@ def _write_outputs(args, hits, th: Thresholds, Z: float, db=None, query_file=Non
         write_domtblout(args.domtblout, hits, domZ=th.domZ, command=command, **common)
     if args.alignments:
         write_alignments(args.alignments, hits, domZ=th.domZ, **common)
-    if args.pfamscan or args.gff3:
-        from .annotate import write_gff3, write_pfam_scan
+    if args.pfamscan or args.gff3 or args.ipr_tsv or args.protein_summary:
+        from .annotate import (sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
+                               write_protein_summary)
 
         reported = [h for h in hits if h.reported]
         if args.pfamscan:
             write_pfam_scan(args.pfamscan, reported, families)
         if args.gff3:
             write_gff3(args.gff3, reported, families)
+        if args.ipr_tsv:
+            descriptions = {q.name: q.description for q in queries} if queries else None
+            write_interproscan_tsv(args.ipr_tsv, reported, families, md5s=sequence_md5s(seqs) if seqs else None,
+                                   descriptions=descriptions)
+        if args.protein_summary:
+            write_protein_summary(args.protein_summary, reported, families)
 
 
 def _read_families(args):
@@ -305,7 +314,7 @@ def cmd_search(args) -> int:
     db = models
     stats = res.stats.as_dict()
     with outputs:
-        _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families)
+        _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families, seqs=seqs)
         if args.hits:
             save_hits(args.hits, res.records, {"Z": res.Z, "models": len(db), "targets": len(seqs)})
         if args.stats:  # (started_at/finished_at: this process's search, seconds since the epoch)
@@ -328,7 +337,7 @@ def cmd_merge(args) -> int:
     Z = _search_space(args)
     if Z is None:
         raise ValueError("merge needs the search space: -Z or --targets-from")
-    inputs = [*args.hits, *args.batch_stats, *([args.models] if args.models else [])]
+    inputs = [*args.hits, *args.batch_stats, *args.seqs, *([args.models] if args.models else [])]
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats"), inputs=inputs)
     families = _read_families(args)
     batches = [_read_json_file(path, "search --stats", "stats") for path in args.batch_stats]
@@ -339,7 +348,8 @@ def cmd_merge(args) -> int:
     threshold_hits(hits, th, Z)
     hits = sort_hits(hits, th)
     with outputs:
-        _write_outputs(args, hits, th, Z, db, families=families)
+        seq_sets = [_load_seqs(path) for path in args.seqs] if args.ipr_tsv and args.seqs else None
+        _write_outputs(args, hits, th, Z, db, families=families, seqs=seq_sets)
         if args.merged_hits:
             save_hits(args.merged_hits, hits, {"Z": Z})
         if args.stats:
@@ -462,6 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--merged-hits", help="write the merged, thresholded hit records here")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])
+    s.add_argument("--seqs", nargs="*", default=[], help="the searched sequences (FASTA or prepared batches): "
+                                                          "their MD5s for --ipr-tsv")
     _add_outputs(s)
     _add_thresholds(s)
     s.set_defaults(func=cmd_merge)

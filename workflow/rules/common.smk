@@ -153,7 +153,8 @@ def pfam_dat_arg(wildcards, input):
 
 
 FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout", "results/hmmcascade.alignments.txt",
-                "results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3"]
+                "results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3", "results/hmmcascade.interproscan.tsv",
+                "results/hmmcascade.proteins.tsv"]
 
 
 ACCURACY_OUTPUTS = ["results/accuracy.json", "results/accuracy.txt"]

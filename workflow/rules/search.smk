@@ -49,6 +49,7 @@ rule merge_hits:
         stats=expand("results/search/batch{batch}" + SHARD + ".stats.json", batch=BATCHES, shard=MODEL_SHARDS),
         meta="results/prepared/sequences.json",
         models="results/prepared/models.hmmc",
+        batches=expand("results/prepared/batch{batch}.npz", batch=BATCHES),
         dat=get_pfam_dat(),
     output:
         tblout="results/hmmcascade.tblout",
@@ -56,6 +57,8 @@ rule merge_hits:
         alignments="results/hmmcascade.alignments.txt",
         pfamscan="results/hmmcascade.pfam_scan.tsv",
         gff3="results/hmmcascade.gff3",
+        ipr="results/hmmcascade.interproscan.tsv",
+        proteins="results/hmmcascade.proteins.tsv",
         hits="results/hits.json.gz",
         stats="results/stats.json",
     params:
@@ -72,4 +75,5 @@ rule merge_hits:
         "rm -f {params.stale:q} && {params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --merged-hits {output.hits:q}"
         " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
         " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q}"
+        " --ipr-tsv {output.ipr:q} --protein-summary {output.proteins:q} --seqs {input.batches:q}"
         " --stats {output.stats:q} --batch-stats {input.stats:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
