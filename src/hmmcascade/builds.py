@@ -108,6 +108,10 @@ def _every_part() -> list[tuple[str, tuple]]:
     return [(name, extra) for name in SEARCH_PROGRAMS for extra in part_options(name)]
 
 
+def _default_workers() -> int:
+    return min(BUILD_PROCESSES, os.cpu_count() or 1)
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
@@ -119,7 +123,7 @@ def start_workers(dev, processes: int | None = None) -> bool:
     the inputs).  Whether it started them."""
     if not dev.is_gpu or dev.device.int_ptr in _STARTED or all(_built(dev, *p) for p in _every_part()):
         return False
-    workers = processes or min(BUILD_PROCESSES, os.cpu_count() or 1)
+    workers = processes or _default_workers()
     pool = _pool(workers)
     pi, di = dev.indices
     for _ in range(workers):
@@ -150,7 +154,7 @@ def prebuild(dev, parts=None, processes: int | None = None, gpu_only: bool = Tru
         return {"parts": 0, "seconds": 0.0}
     t0 = time.perf_counter()
     pi, di = dev.indices
-    workers = min(len(todo), processes or min(BUILD_PROCESSES, os.cpu_count() or 1))
+    workers = min(len(todo), processes or _default_workers())
     with started or _pool(workers) as pool:
         futures = [pool.submit(_build_in_child, pi, di, dev.inline_ptx, name, extra) for name, extra in todo]
         for (name, extra), f in zip(todo, futures):

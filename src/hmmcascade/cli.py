@@ -220,13 +220,13 @@ def _shard_arg(text: str) -> tuple[int, int]:
 
 
 def _load_models(path: str):
-    """(None, the ProfileDB) of a pressed file, or of a model file read and pressed (large text files
-    in parallel, :func:`~hmmcascade.profiles.press_file`)."""
+    """The ProfileDB of a pressed file, or of a model file read and pressed (large text files in
+    parallel, :func:`~hmmcascade.profiles.press_file`)."""
     from .profiles import ProfileDB, press_file
 
     if path.endswith(".npz") or ProfileDB.is_mapped(path):
-        return None, ProfileDB.load(path)
-    return None, press_file(path)
+        return ProfileDB.load(path)
+    return press_file(path)
 
 
 def _load_seqs(path: str):
@@ -251,7 +251,7 @@ def cmd_devices(args) -> int:
 
 def cmd_press(args) -> int:
     outputs = OutputSet({"--output": args.output}, inputs=[args.hmms])
-    _, db = _load_models(args.hmms)
+    db = _load_models(args.hmms)
     with outputs:
         db.save(args.output)
     print(f"pressed {len(db)} models ({db.nodes} nodes) into {args.output}", file=sys.stderr)
@@ -293,7 +293,7 @@ def cmd_search(args) -> int:
     families = _read_families(args)
     dev = device.open_device(args.device, options)
     builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
-    _, db = _load_models(args.hmms)
+    db = _load_models(args.hmms)
     models, first = db, 0
     if args.model_shard:  # (a shard of the models: its hits' model numbers are made the whole file's again)
         k, n = args.model_shard
@@ -344,7 +344,7 @@ def cmd_merge(args) -> int:
     hits = []
     for path in args.hits:
         hits.extend(load_hits(path)[0])
-    db = _load_models(args.models)[1] if args.models else None
+    db = _load_models(args.models) if args.models else None
     threshold_hits(hits, th, Z)
     hits = sort_hits(hits, th)
     with outputs:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .device import Device, opencl
 from .io import SequenceSet
-from .kernel_table import TABLES, WARP_MAX_NODES, WARP_WIDTHS, WarpKernels
+from .kernel_table import TABLES, WARP_MAX_NODES, WARP_WIDTHS, WarpKernels, warp_width
 from .options import SearchOptions, choose
 from .profiles import KP, LengthParams, ProfileDB
 
@@ -647,7 +647,7 @@ class ViterbiFilter(_PairKernel):
     def _kind(self, max_Q: int) -> str:
         """The kernel for a launch whose longest model has max_Q words."""
         if max_Q <= self.warp_qmax:
-            return f"warp{min(c for c in VIT_WARP_C if 8 * c >= max_Q)}"
+            return f"warp{warp_width(4 * max_Q)}"
         return "wg" if max_Q <= self.wg_qmax else "serial"
 
     def _log_name(self, pair_model, **kw) -> str:

@@ -58,6 +58,11 @@ MAPPED_MAGIC = b"HMMCPRS\x00"
 _MAPPED_ALIGN = 64
 
 
+def _aligned(nbytes: int) -> int:
+    """``nbytes`` rounded up to the mapped format's alignment."""
+    return -(-nbytes // _MAPPED_ALIGN) * _MAPPED_ALIGN
+
+
 def _libm_logf_c():
     """glibc's ``logf`` (the function HMMER calls) as a ctypes function, or None where absent."""
     name = ctypes.util.find_library("m")
@@ -332,17 +337,17 @@ class ProfileDB:
             a = np.ascontiguousarray(v)
             entries.append({"name": f, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
             arrays.append(a)
-            offset += -(-a.nbytes // _MAPPED_ALIGN) * _MAPPED_ALIGN
+            offset += _aligned(a.nbytes)
         header = json.dumps({"press_version": _PRESS_VERSION, "pyhmmer_version": pyhmmer.__version__,
                              "scalars": scalars, "arrays": entries}).encode()
-        start = -(-(24 + len(header)) // _MAPPED_ALIGN) * _MAPPED_ALIGN
+        start = _aligned(24 + len(header))
         total = start + offset
         with open_output(path, "wb") as fh:
             fh.write(MAPPED_MAGIC + struct.pack("<IIQ", _PRESS_VERSION, len(header), total) + header)
             fh.write(b"\0" * (start - 24 - len(header)))
             for a in arrays:
                 fh.write(memoryview(a.reshape(-1)).cast("B") if a.nbytes else b"")
-                fh.write(b"\0" * (-(-a.nbytes // _MAPPED_ALIGN) * _MAPPED_ALIGN - a.nbytes))
+                fh.write(b"\0" * (_aligned(a.nbytes) - a.nbytes))
 
     @staticmethod
     def is_mapped(path) -> bool:
@@ -369,7 +374,7 @@ class ProfileDB:
                 if size != total:
                     raise InputError(f"{path}: truncated or corrupt {what} file ({size:,} bytes, its header says {total:,})")
                 header = json.loads(fh.read(hlen).decode())
-            start = -(-(24 + hlen) // _MAPPED_ALIGN) * _MAPPED_ALIGN
+            start = _aligned(24 + hlen)
             mm = np.memmap(path, dtype=np.uint8, mode="r")
             values = dict(header["scalars"])
             for e in header["arrays"]:
