@@ -157,9 +157,11 @@ class PosteriorDecoder:
             Lseg = L[order[a:b]]
             if c:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)
-            else:  # fb_parser: two DP rows, then 16 floats per residue, word-interleaved in a group
-                lane_need = 6 * Ws[a:b] + 16 * (Lseg + 1)
-                rec[a:b] = 6 * Ws[a:b]
+            else:  # fb_parser: two DP rows of HMMER's 3 Q words (Q = max(2, W / 4)), then 16 floats
+                # per residue, word-interleaved in a group
+                rows = 6 * np.maximum(Ws[a:b], 8)
+                lane_need = rows + 16 * (Lseg + 1)
+                rec[a:b] = rows
             launches, job_off = self.launches.plan_launches(lane_need, interleave=not c, budget_bytes=budget)
             job_buf, (d_job, d_off) = self.launches.upload([job[a:b], job_off])
             d_out = self.dev.scratch(out[a:b].nbytes)

@@ -105,65 +105,105 @@ inline float inv_as_hmmer(float x)
 #endif
 }
 
-/* One node (float4 component c) of a Forward row: M from row i-1, node k-1 (mprev, iprev, dprev),
- * I from row i-1, node k (om, oi), D from row i, node k-1 (sprev, dcur, with node k-1's tMD, tDD;
- * all zero before node 1, which gives D(i,1) = 0). */
-#define FWD_NODE(c) {                                                               \
-        float s_ = xB * tBM.c;                                                      \
-        s_ = s_ + mprev * tMM.c;                                                    \
-        s_ = s_ + iprev * tIM.c;                                                    \
-        s_ = s_ + dprev * tDM.c;                                                    \
-        s_ = s_ * e4.c;                                                             \
-        const float d_ = sprev * tmd + dcur * tdd;                                  \
-        iv.c = om.c * tMI.c + oi.c * tII.c;                                         \
-        mprev = om.c; iprev = oi.c; dprev = od.c;                                   \
-        sv.c = s_; dv.c = d_;                                                       \
-        lm.c = lm.c + s_; ld.c = ld.c + d_;                                         \
-        sprev = s_; dcur = d_; tmd = tMD.c; tdd = tDD.c;                            \
-    }
+/* ---------------------------------------------------------------------------------------------
+ * The Forward and Backward parsers of fb_parser in HMMER's own summation order (impl_sse/fwdback.c,
+ * forward_engine and backward_engine in parsing mode; docs/hmmer-striped-order.md).  A row is Q =
+ * max(2, ceil(M/4)) float4 vectors; lane l of vector q holds node l Q + q + 1 (zero past M), and
+ * every vector operation is HMMER's SSE operation on the same four floats in the same order: the
+ * M, I and D cells, E's lane sums (M then D in one accumulator), the in-lane D->D pass and the
+ * lane-crossing passes (cut short for M >= 100 when one changes nothing, Forward only), B's lane
+ * sums, and the horizontal sums (a0 + a1) + (a2 + a3).  The row lives in the job's scratch (one
+ * row, updated in place as HMMER's parsers do; words at stride ws); the specials go where
+ * the envelope kernel puts them.
+ * --------------------------------------------------------------------------------------------- */
 
-/* Forward (p7_Forward / p7_ForwardParser) over dsq[0..L-1], in a job's scratch p (word stride ws).
- * Matrix row i (M, I, D cells, W each) starts at float mat0 + i * mrow; mrow = 0 keeps one row,
- * updated in place (parser).  Specials row i (E N J B C SCALE) at float x0 + i * xrow.
- * Returns the score in nats. */
-float forward_pass(__global const uchar *dsq, const int L, const int W,
-                   __global const float *msc, const int exs, const int ews,
-                   __global const float *tsc,
-                   const float4 xfm, /* N move, N loop, E move, E loop (J and C as N) */
-                   __global float *p, const int ws, const long mat0, const int mrow,
-                   const long x0, const int xrow)
+/* Transition t of the nodes of striped vector q (0 past M). */
+inline float4 st_tr(__global const float *tsc, const int M, const int Q, const int q, const int t)
+{
+    const int k0 = q + 1, k1 = Q + q + 1, k2 = 2 * Q + q + 1, k3 = 3 * Q + q + 1;
+    return (float4) (k0 <= M ? TR(tsc, k0, t) : 0.0f, k1 <= M ? TR(tsc, k1, t) : 0.0f,
+                     k2 <= M ? TR(tsc, k2, t) : 0.0f, k3 <= M ? TR(tsc, k3, t) : 0.0f);
+}
+
+/* Emissions (residue row er, word stride ews) of the nodes of striped vector q (0 past M). */
+#define ST_EM1(k) ((k) <= M ? er[(((k) - 1) >> 2) * ews + (((k) - 1) & 3)] : 0.0f)
+inline float4 st_em(__global const float *er, const int ews, const int M, const int Q, const int q)
+{
+    return (float4) (ST_EM1(q + 1), ST_EM1(Q + q + 1), ST_EM1(2 * Q + q + 1), ST_EM1(3 * Q + q + 1));
+}
+#undef ST_EM1
+
+inline float4 st_rshift(const float4 a) { return (float4) (0.0f, a.x, a.y, a.z); }   /* esl_sse_rightshift_ps */
+inline float4 st_lshift(const float4 a) { return (float4) (a.y, a.z, a.w, 0.0f); }   /* move_ss + shuffle */
+inline float st_hsum(const float4 a) { return (a.x + a.y) + (a.z + a.w); }
+
+#define SM(q) R[(q) * ws]
+#define SI(q) R[(Q + (q)) * ws]
+#define SD(q) R[(2 * Q + (q)) * ws]
+
+/* p7_ForwardParser: specials of row i at x0 + i * xrow ; the row at float 0 of p
+ * (3 Q words).  Returns the score in nats. */
+float forward_parser_striped(__global const uchar *dsq, const int L, const int M, const int Q,
+                             __global const float *msc, const int exs, const int ews,
+                             __global const float *tsc, const float4 xfm,
+                             __global float *p, const int ws, const long x0, const int xrow)
 {
     const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
-    const int Q4 = W >> 2;
-    __global const float4 *t4 = (__global const float4 *) tsc;
-    {
-        __global float4 *r0 = words(p, ws, mat0);
-        for (int q = 0; q < 3 * Q4; q++) r0[q * ws] = (float4) (0.0f);
-    }
+    __global float4 *R = words(p, ws, 0);
+    for (int q = 0; q < 3 * Q; q++) R[q * ws] = (float4) (0.0f);
     float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f;
     float xB = nmove;
     p[el(x0 + XE, ws)] = 0.0f; p[el(x0 + XN, ws)] = 1.0f; p[el(x0 + XJ, ws)] = 0.0f;
     p[el(x0 + XB, ws)] = xB; p[el(x0 + XC, ws)] = 0.0f; p[el(x0 + XSCALE, ws)] = 1.0f;
     float totscale = 0.0f;
     for (int i = 1; i <= L; i++) {
-        __global float4 *prv = words(p, ws, mat0 + (long) (i - 1) * mrow);
-        __global float4 *cur = words(p, ws, mat0 + (long) i * mrow);
         __global const float *er = msc + (int) dsq[i - 1] * exs;
-        float mprev = 0.0f, iprev = 0.0f, dprev = 0.0f;   /* row i-1, node k-1 */
-        float sprev = 0.0f, dcur = 0.0f;                  /* row i, node k-1: M and D */
-        float tmd = 0.0f, tdd = 0.0f;                     /* node k-1: tMD, tDD */
-        float4 lm = (float4) (0.0f), ld = (float4) (0.0f);
-        for (int q = 0; q < Q4; q++) {
-            const float4 om = prv[q * ws], oi = prv[(Q4 + q) * ws], od = prv[(2 * Q4 + q) * ws];
-            __global const float4 *tq = t4 + q * 8;
-            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
-            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II], tDD = tq[T_DD];
-            const float4 e4 = *(__global const float4 *) (er + q * ews);
-            float4 sv, iv, dv;
-            FWD_NODE(x) FWD_NODE(y) FWD_NODE(z) FWD_NODE(w)
-            cur[q * ws] = sv; cur[(Q4 + q) * ws] = iv; cur[(2 * Q4 + q) * ws] = dv;
+        float4 dcv = (float4) (0.0f), xEv = (float4) (0.0f);
+        const float4 xBv = (float4) (xB);
+        float4 mpv = st_rshift(SM(Q - 1)), dpv = st_rshift(SD(Q - 1)), ipv = st_rshift(SI(Q - 1));
+        for (int q = 0; q < Q; q++) {
+            float4 sv = xBv * st_tr(tsc, M, Q, q, T_BM);
+            sv = sv + mpv * st_tr(tsc, M, Q, q, T_MM);
+            sv = sv + ipv * st_tr(tsc, M, Q, q, T_IM);
+            sv = sv + dpv * st_tr(tsc, M, Q, q, T_DM);
+            sv = sv * st_em(er, ews, M, Q, q);
+            xEv = xEv + sv;
+            mpv = SM(q); dpv = SD(q); ipv = SI(q);
+            SM(q) = sv; SD(q) = dcv;
+            dcv = sv * st_tr(tsc, M, Q, q, T_MD);
+            sv = mpv * st_tr(tsc, M, Q, q, T_MI);
+            SI(q) = sv + ipv * st_tr(tsc, M, Q, q, T_II);
         }
-        xE = ((lm.x + lm.y) + (lm.z + lm.w)) + ((ld.x + ld.y) + (ld.z + ld.w));
+        dcv = st_rshift(dcv);
+        SD(0) = (float4) (0.0f);
+        for (int q = 0; q < Q; q++) {
+            SD(q) = dcv + SD(q);
+            dcv = SD(q) * st_tr(tsc, M, Q, q, T_DD);
+        }
+        if (M < 100) {
+            for (int j = 1; j < 4; j++) {
+                dcv = st_rshift(dcv);
+                for (int q = 0; q < Q; q++) {
+                    SD(q) = dcv + SD(q);
+                    dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                }
+            }
+        } else {
+            for (int j = 1; j < 4; j++) {
+                dcv = st_rshift(dcv);
+                int4 cv = (int4) (0);
+                for (int q = 0; q < Q; q++) {
+                    const float4 old = SD(q);
+                    const float4 sv = dcv + old;
+                    cv = cv | isgreater(sv, old);
+                    SD(q) = sv;
+                    dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                }
+                if (!any(cv)) break;
+            }
+        }
+        for (int q = 0; q < Q; q++) xEv = SD(q) + xEv;
+        xE = st_hsum(xEv);
         xN = xN * nloop;
         xC = xC * nloop + xE * emove;
         xJ = xJ * nloop + xE * eloop;
@@ -171,8 +211,8 @@ float forward_pass(__global const uchar *dsq, const int L, const int W,
         const long xr = x0 + (long) i * xrow;
         if (xE > 1.0e4f) {
             xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
-            const float s = inv_as_hmmer(xE);   /* sparse rescaling, as HMMER: cells * (1/xE) */
-            for (int q = 0; q < 3 * Q4; q++) cur[q * ws] = cur[q * ws] * s;
+            const float4 sv = (float4) (inv_as_hmmer(xE));
+            for (int q = 0; q < 3 * Q; q++) R[q * ws] = R[q * ws] * sv;
             p[el(xr + XSCALE, ws)] = xE;
             totscale = totscale + LOG_AS_HMMER(xE);
             xE = 1.0f;
@@ -185,150 +225,387 @@ float forward_pass(__global const uchar *dsq, const int L, const int W,
     return totscale + LOG_AS_HMMER(xC * nmove);
 }
 
-/* Row L of the Backward matrix, node k (component c): M and D reach E (xE), D(k) also D(k+1);
- * then the M cell's D(k+1) term; nodes past M are 0. */
-#define BCK_LAST_NODE(c) {                                                          \
-        if (4 * q + 1 + BCK_LANE_##c > M) {                                         \
-            m4.c = 0.0f; d4.c = 0.0f;                                               \
-        } else {                                                                    \
-            const float dn_ = dnext;                                                \
-            const float d_ = xE + dnext * tDD.c;                                    \
-            dnext = d_;                                                             \
-            m4.c = (xE + dn_ * tMD.c) * s; d4.c = d_ * s;                           \
-            if (up) xbn.c = xbn.c + (m4.c * en4.c) * tBM.c;                         \
-        }                                                                           \
-    }
-
-/* Row i < L, node k (component c), from row i+1 (nm4, ni4: final, rescaled) and node k+1 of
- * row i (mpv_next = M(i+1,k+1) e(x_{i+1},k+1), dnext = D(i,k+1) before rescaling, node k+1's
- * tIM, tDM, tMM in tim, tdm, tmm).  The same float expressions as the three-pass form:
- *   I = ipv tII + mpv_next tIM';  D = mpv_next tDM' + (dnext tDD + xE);
- *   M = ((ipv tMI + mpv_next tMM') + xE) + dnext tMD;  then * 1/scale.
- * With `up`, row i-1's B(i-1) lane sums take M(i,k) e(x_i,k) tBM_k. */
-#define BCK_NODE(c) {                                                               \
-        if (4 * q + 1 + BCK_LANE_##c > M) {                                         \
-            m4.c = 0.0f; i4.c = 0.0f; d4.c = 0.0f;                                  \
-        } else {                                                                    \
-            const float ipv_ = ni4.c;                                               \
-            const float mpk_ = nm4.c * e4.c;                                        \
-            const float iv_ = ipv_ * tII.c + mpv_next * tim;                        \
-            float dv_ = mpv_next * tdm;                                             \
-            float mv_ = ipv_ * tMI.c + mpv_next * tmm;                              \
-            mpv_next = mpk_;                                                        \
-            const float dn_ = dnext;                                                \
-            dv_ = dv_ + (dnext * tDD.c + xE);                                       \
-            dnext = dv_;                                                            \
-            mv_ = mv_ + xE;                                                         \
-            mv_ = mv_ + dn_ * tMD.c;                                                \
-            m4.c = mv_ * s; i4.c = iv_ * s; d4.c = dv_ * s;                         \
-            if (up) xbn.c = xbn.c + (m4.c * en4.c) * tBM.c;                         \
-        }                                                                           \
-        tim = tIM.c; tdm = tDM.c; tmm = tMM.c;                                      \
-    }
-#define BCK_LANE_x 0
-#define BCK_LANE_y 1
-#define BCK_LANE_z 2
-#define BCK_LANE_w 3
-
-/* Backward (p7_Backward / p7_BackwardParser), scaled by the Forward's factors (or its own when
- * they do not suffice).  Forward specials at fx0 + i * xrow (their SCALE is read); matrix row i at
- * mat0 + i * mrow (mrow = 0: one row in place); Backward specials at bx0 + i * xrow.
- * Returns has_own_scales. */
-int backward_pass(__global const uchar *dsq, const int L, const int M, const int W,
-                  __global const float *msc, const int exs, const int ews,
-                  __global const float *tsc, const float4 xfm,
-                  __global float *p, const int ws, const long fx0, const long mat0, const int mrow,
-                  const long bx0, const int xrow)
+/* p7_BackwardParser, scaled by the Forward's factors (specials at fx0 + i * xrow) or its own once
+ * B exceeds 1e16; the row at float r0 of p (3 Q words); specials at bx0 + i * xrow .  Returns has_own_scales. */
+int backward_parser_striped(__global const uchar *dsq, const int L, const int M, const int Q,
+                            __global const float *msc, const int exs, const int ews,
+                            __global const float *tsc, const float4 xfm,
+                            __global float *p, const int ws, const long r0, const long fx0,
+                            const long bx0, const int xrow)
 {
     const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
-    const int Q4 = W >> 2;
-    __global const float4 *t4 = (__global const float4 *) tsc;
+    __global float4 *R = words(p, ws, r0);
     int own = 0;
     float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
     float xC = nmove;
     float xE = xC * emove;
-    float4 xbn = (float4) (0.0f);   /* lane sums of the next row's B, from this row's M cells */
-    {   /* row L */
-        const float sc = p[el(fx0 + (long) L * xrow + XSCALE, ws)];
-        const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
-        const int up = (L >= 2);
-        __global float4 *cur = words(p, ws, mat0 + (long) L * mrow);
-        __global const float *en = msc + (int) dsq[up ? L - 1 : 0] * exs;   /* x_L, for B(L-1) */
-        float dnext = 0.0f;
-        for (int q = Q4 - 1; q >= 0; q--) {
-            __global const float4 *tq = t4 + q * 8;
-            const float4 tBM = tq[T_BM], tMD = tq[T_MD], tDD = tq[T_DD];
-            const float4 en4 = *(__global const float4 *) (en + q * ews);
-            float4 m4, d4;
-            BCK_LAST_NODE(w) BCK_LAST_NODE(z) BCK_LAST_NODE(y) BCK_LAST_NODE(x)
-            cur[q * ws] = m4; cur[(Q4 + q) * ws] = (float4) (0.0f); cur[(2 * Q4 + q) * ws] = d4;
+    float4 xEv = (float4) (xE);
+    float4 dcv = (float4) (0.0f), dpv;
+    for (int q = 0; q < Q; q++) { SM(q) = xEv; SD(q) = xEv; SI(q) = (float4) (0.0f); }
+    /* row L: the D->D paths from D(Q-1), three more passes, then M->D */
+    dpv = st_lshift(SD(Q - 1));
+    for (int q = Q - 1; q >= 0; q--) {
+        dcv = dpv * st_tr(tsc, M, Q, q, T_DD);
+        SD(q) = SD(q) + dcv;
+        dpv = SD(q);
+    }
+    for (int j = 1; j < 4; j++) {
+        dcv = st_lshift(dcv);
+        for (int q = Q - 1; q >= 0; q--) {
+            dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+            SD(q) = SD(q) + dcv;
         }
-        if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc; }
+    }
+    dcv = st_lshift(SD(0));
+    for (int q = Q - 1; q >= 0; q--) {
+        SM(q) = SM(q) + dcv * st_tr(tsc, M, Q, q, T_MD);
+        dcv = SD(q);
+    }
+    {
+        const float sc = p[el(fx0 + (long) L * xrow + XSCALE, ws)];
+        if (sc > 1.0f) {
+            xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc;
+            const float4 v = (float4) (inv_as_hmmer(sc));
+            for (int q = 0; q < 3 * Q; q++) R[q * ws] = R[q * ws] * v;
+        }
         const long xr = bx0 + (long) L * xrow;
         p[el(xr + XSCALE, ws)] = sc;
         p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
         p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
     for (int i = L - 1; i >= 1; i--) {
-        xB = (xbn.x + xbn.y) + (xbn.z + xbn.w);
-        xbn = (float4) (0.0f);
+        __global const float *er = msc + (int) dsq[i] * exs;   /* x_{i+1} */
+        float4 tmmv = st_lshift(st_tr(tsc, M, Q, 0, T_MM));
+        float4 timv = st_lshift(st_tr(tsc, M, Q, 0, T_IM));
+        float4 tdmv = st_lshift(st_tr(tsc, M, Q, 0, T_DM));
+        float4 mpv = st_lshift(SM(0) * st_em(er, ews, M, Q, 0));
+        float4 xBv = (float4) (0.0f);
+        for (int q = Q - 1; q >= 0; q--) {
+            const float4 ipv = SI(q);
+            SI(q) = ipv * st_tr(tsc, M, Q, q, T_II) + mpv * timv;
+            SD(q) = mpv * tdmv;
+            const float4 mcv = ipv * st_tr(tsc, M, Q, q, T_MI) + mpv * tmmv;
+            mpv = SM(q) * st_em(er, ews, M, Q, q);
+            SM(q) = mcv;
+            tdmv = st_tr(tsc, M, Q, q, T_DM);
+            timv = st_tr(tsc, M, Q, q, T_IM);
+            tmmv = st_tr(tsc, M, Q, q, T_MM);
+            xBv = xBv + mpv * st_tr(tsc, M, Q, q, T_BM);
+        }
+        xB = st_hsum(xBv);
         xC = xC * nloop;
         xJ = (xB * nmove) + (xJ * nloop);
         xN = (xB * nmove) + (xN * nloop);
         xE = (xC * emove) + (xJ * eloop);
+        xEv = (float4) (xE);
+        dpv = st_lshift(SD(0) + xEv);
+        for (int q = Q - 1; q >= 0; q--) {
+            dcv = dpv * st_tr(tsc, M, Q, q, T_DD);
+            SD(q) = SD(q) + (dcv + xEv);
+            dpv = SD(q);
+            SM(q) = SM(q) + xEv;
+        }
+        for (int j = 1; j < 4; j++) {
+            dcv = st_lshift(dcv);
+            for (int q = Q - 1; q >= 0; q--) {
+                dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                SD(q) = SD(q) + dcv;
+            }
+        }
+        dcv = st_lshift(SD(0));
+        for (int q = Q - 1; q >= 0; q--) {
+            SM(q) = SM(q) + dcv * st_tr(tsc, M, Q, q, T_MD);
+            dcv = SD(q);
+        }
         if (xB > 1.0e16f) own = 1;
         float sc;
         if (own) sc = (xB > 1.0e4f) ? xB : 1.0f;
         else     sc = p[el(fx0 + (long) i * xrow + XSCALE, ws)];
-        const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
-        const int up = (i >= 2);
-        __global float4 *nxt = words(p, ws, mat0 + (long) (i + 1) * mrow);
-        __global float4 *cur = words(p, ws, mat0 + (long) i * mrow);
-        __global const float *e = msc + (int) dsq[i] * exs;                  /* x_{i+1} */
-        __global const float *en = msc + (int) dsq[up ? i - 1 : 0] * exs;    /* x_i, for B(i-1) */
-        float mpv_next = 0.0f, dnext = 0.0f, tim = 0.0f, tdm = 0.0f, tmm = 0.0f;
-        for (int q = Q4 - 1; q >= 0; q--) {
-            const float4 nm4 = nxt[q * ws], ni4 = nxt[(Q4 + q) * ws];
-            __global const float4 *tq = t4 + q * 8;
-            const float4 tBM = tq[T_BM], tMM = tq[T_MM], tIM = tq[T_IM], tDM = tq[T_DM];
-            const float4 tMD = tq[T_MD], tMI = tq[T_MI], tII = tq[T_II], tDD = tq[T_DD];
-            const float4 e4 = *(__global const float4 *) (e + q * ews);
-            const float4 en4 = *(__global const float4 *) (en + q * ews);
-            float4 m4, i4, d4;
-            BCK_NODE(w) BCK_NODE(z) BCK_NODE(y) BCK_NODE(x)
-            cur[q * ws] = m4; cur[(Q4 + q) * ws] = i4; cur[(2 * Q4 + q) * ws] = d4;
+        if (sc > 1.0f) {
+            xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc;
+            const float4 v = (float4) (inv_as_hmmer(sc));
+            for (int q = 0; q < 3 * Q; q++) R[q * ws] = R[q * ws] * v;
         }
-        if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
         const long xr = bx0 + (long) i * xrow;
         p[el(xr + XSCALE, ws)] = sc;
         p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
         p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
-    {   /* row 0: only N and B; B's lane sums in ascending node order, as HMMER's last pass */
-        __global float4 *nm = words(p, ws, mat0 + (long) mrow);
-        __global const float *e = msc + (int) dsq[0] * exs;
-        float4 xbl = (float4) (0.0f);
-        for (int q = 0; q < Q4; q++) {
-            const float4 nm4 = nm[q * ws];
-            const float4 tBM = t4[q * 8 + T_BM];
-            const float4 e4 = *(__global const float4 *) (e + q * ews);
-            if (4 * q + 1 <= M) xbl.x = xbl.x + (nm4.x * e4.x) * tBM.x;
-            if (4 * q + 2 <= M) xbl.y = xbl.y + (nm4.y * e4.y) * tBM.y;
-            if (4 * q + 3 <= M) xbl.z = xbl.z + (nm4.z * e4.z) * tBM.z;
-            if (4 * q + 4 <= M) xbl.w = xbl.w + (nm4.w * e4.w) * tBM.w;
+    {   /* row 0: N and B only */
+        __global const float *er = msc + (int) dsq[0] * exs;
+        float4 xBv = (float4) (0.0f);
+        for (int q = 0; q < Q; q++) {
+            float4 mpv = SM(q) * st_em(er, ews, M, Q, q);
+            mpv = mpv * st_tr(tsc, M, Q, q, T_BM);
+            xBv = xBv + mpv;
         }
-        xB = (xbl.x + xbl.y) + (xbl.z + xbl.w);
+        xB = st_hsum(xBv);
         xN = (xB * nmove) + (xN * nloop);
-        const long xr = bx0;
-        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = 0.0f; p[el(xr + XJ, ws)] = 0.0f;
-        p[el(xr + XN, ws)] = xN; p[el(xr + XE, ws)] = 0.0f; p[el(xr + XSCALE, ws)] = 1.0f;
+        p[el(bx0 + XB, ws)] = xB; p[el(bx0 + XC, ws)] = 0.0f; p[el(bx0 + XJ, ws)] = 0.0f;
+        p[el(bx0 + XN, ws)] = xN; p[el(bx0 + XE, ws)] = 0.0f; p[el(bx0 + XSCALE, ws)] = 1.0f;
+    }
+    return own;
+}
+#undef SM
+#undef SI
+#undef SD
+
+/* p7_Forward in HMMER's striped order, as forward_parser_striped, with every row kept in node
+ * order (the layout every reader of the matrices takes): row i at float mat0 + i * mrow, M, I, D
+ * cells of nodes 1..W (W each, zero past M); specials at x0 + i * xrow.  A striped vector's four nodes are read and written one by one (nodes past M
+ * read as zero and are not stored: their cells are zero, as in HMMER, whose tables are zero there).
+ * Returns the score in nats. */
+#define NCELL(r, st, k) p[el((r) + (long) (st) * W + (k) - 1, ws)]
+#define NLD1(r, st, k) ((k) <= M ? NCELL(r, st, k) : 0.0f)
+#define NLD(r, st, q) ((float4) (NLD1(r, st, (q) + 1), NLD1(r, st, Q + (q) + 1), \
+                                 NLD1(r, st, 2 * Q + (q) + 1), NLD1(r, st, 3 * Q + (q) + 1)))
+#define NST1(r, st, k, v) { if ((k) <= M) NCELL(r, st, k) = (v); }
+#define NST(r, st, q, v) { const float4 v_ = (v); NST1(r, st, (q) + 1, v_.x) NST1(r, st, Q + (q) + 1, v_.y) \
+                           NST1(r, st, 2 * Q + (q) + 1, v_.z) NST1(r, st, 3 * Q + (q) + 1, v_.w) }
+float forward_matrix_striped(__global const uchar *dsq, const int L, const int M, const int W,
+                             __global const float *msc, const int exs, const int ews,
+                             __global const float *tsc, const float4 xfm,
+                             __global float *p, const int ws, const long mat0, const int mrow,
+                             const long x0, const int xrow)
+{
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    const int Q = max(2, (M - 1) / 4 + 1);
+    {
+        __global float4 *r0 = words(p, ws, mat0);
+        for (int q = 0; q < 3 * (W >> 2); q++) r0[q * ws] = (float4) (0.0f);
+    }
+    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f;
+    float xB = nmove;
+    p[el(x0 + XE, ws)] = 0.0f; p[el(x0 + XN, ws)] = 1.0f; p[el(x0 + XJ, ws)] = 0.0f;
+    p[el(x0 + XB, ws)] = xB; p[el(x0 + XC, ws)] = 0.0f; p[el(x0 + XSCALE, ws)] = 1.0f;
+    float totscale = 0.0f;
+    for (int i = 1; i <= L; i++) {
+        const long rp = mat0 + (long) (i - 1) * mrow, rc = mat0 + (long) i * mrow;
+        __global const float *er = msc + (int) dsq[i - 1] * exs;
+        float4 dcv = (float4) (0.0f), xEv = (float4) (0.0f);
+        const float4 xBv = (float4) (xB);
+        if (mrow != 0)   /* cells of nodes past M: zero (read by decoding and null2; stored nowhere else) */
+            for (int k = M + 1; k <= W; k++) { NCELL(rc, 0, k) = 0.0f; NCELL(rc, 1, k) = 0.0f; NCELL(rc, 2, k) = 0.0f; }
+        float4 mpv = st_rshift(NLD(rp, 0, Q - 1)), dpv = st_rshift(NLD(rp, 2, Q - 1)), ipv = st_rshift(NLD(rp, 1, Q - 1));
+        for (int q = 0; q < Q; q++) {
+            float4 sv = xBv * st_tr(tsc, M, Q, q, T_BM);
+            sv = sv + mpv * st_tr(tsc, M, Q, q, T_MM);
+            sv = sv + ipv * st_tr(tsc, M, Q, q, T_IM);
+            sv = sv + dpv * st_tr(tsc, M, Q, q, T_DM);
+            sv = sv * st_em(er, ews, M, Q, q);
+            xEv = xEv + sv;
+            mpv = NLD(rp, 0, q); dpv = NLD(rp, 2, q); ipv = NLD(rp, 1, q);
+            NST(rc, 0, q, sv)
+            NST(rc, 2, q, dcv)
+            dcv = sv * st_tr(tsc, M, Q, q, T_MD);
+            sv = mpv * st_tr(tsc, M, Q, q, T_MI);
+            NST(rc, 1, q, sv + ipv * st_tr(tsc, M, Q, q, T_II))
+        }
+        dcv = st_rshift(dcv);
+        for (int q = 0; q < Q; q++) {
+            const float4 d = dcv + (q == 0 ? (float4) (0.0f) : NLD(rc, 2, q));
+            NST(rc, 2, q, d)
+            dcv = d * st_tr(tsc, M, Q, q, T_DD);
+        }
+        if (M < 100) {
+            for (int j = 1; j < 4; j++) {
+                dcv = st_rshift(dcv);
+                for (int q = 0; q < Q; q++) {
+                    NST(rc, 2, q, dcv + NLD(rc, 2, q))
+                    dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                }
+            }
+        } else {
+            for (int j = 1; j < 4; j++) {
+                dcv = st_rshift(dcv);
+                int4 cv = (int4) (0);
+                for (int q = 0; q < Q; q++) {
+                    const float4 old = NLD(rc, 2, q);
+                    const float4 sv = dcv + old;
+                    cv = cv | isgreater(sv, old);
+                    NST(rc, 2, q, sv)
+                    dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                }
+                if (!any(cv)) break;
+            }
+        }
+        for (int q = 0; q < Q; q++) xEv = NLD(rc, 2, q) + xEv;
+        xE = st_hsum(xEv);
+        xN = xN * nloop;
+        xC = xC * nloop + xE * emove;
+        xJ = xJ * nloop + xE * eloop;
+        xB = xJ * nmove + xN * nmove;
+        const long xr = x0 + (long) i * xrow;
+        if (xE > 1.0e4f) {
+            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
+            const float s = inv_as_hmmer(xE);
+            __global float4 *cur = words(p, ws, rc);
+            for (int q = 0; q < 3 * (W >> 2); q++) cur[q * ws] = cur[q * ws] * s;
+            p[el(xr + XSCALE, ws)] = xE;
+            totscale = totscale + LOG_AS_HMMER(xE);
+            xE = 1.0f;
+        } else {
+            p[el(xr + XSCALE, ws)] = 1.0f;
+        }
+        p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
+    }
+    return totscale + LOG_AS_HMMER(xC * nmove);
+}
+#undef NST
+#undef NST1
+#undef NLD
+#undef NLD1
+#undef NCELL
+
+/* p7_Backward in HMMER's striped order (as backward_parser_striped), every row kept in
+ * node order: row i at float mat0 + i * mrow (M, I, D cells of nodes 1..W, zero past M); Forward specials
+ * at fx0 + i * xrow (their SCALE read), Backward specials at bx0 + i * xrow.  Nodes past M hold
+ * zero here; where HMMER's differ (row L's cells, set to E in every lane), the value HMMER reads is
+ * used.  Returns has_own_scales. */
+#define NCELL(r, st, k) p[el((r) + (long) (st) * W + (k) - 1, ws)]
+#define NLD1(r, st, k) ((k) <= M ? NCELL(r, st, k) : 0.0f)
+#define NLD(r, st, q) ((float4) (NLD1(r, st, (q) + 1), NLD1(r, st, Q + (q) + 1), \
+                                 NLD1(r, st, 2 * Q + (q) + 1), NLD1(r, st, 3 * Q + (q) + 1)))
+#define NST1(r, st, k, v) { if ((k) <= M) NCELL(r, st, k) = (v); }
+#define NST(r, st, q, v) { const float4 v_ = (v); NST1(r, st, (q) + 1, v_.x) NST1(r, st, Q + (q) + 1, v_.y) \
+                           NST1(r, st, 2 * Q + (q) + 1, v_.z) NST1(r, st, 3 * Q + (q) + 1, v_.w) }
+int backward_matrix_striped(__global const uchar *dsq, const int L, const int M, const int W,
+                            __global const float *msc, const int exs, const int ews,
+                            __global const float *tsc, const float4 xfm,
+                            __global float *p, const int ws, const long fx0, const long mat0, const int mrow,
+                            const long bx0, const int xrow)
+{
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    const int Q = max(2, (M - 1) / 4 + 1);
+    const int W4 = W >> 2;
+    int own = 0;
+    float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
+    float xC = nmove;
+    float xE = xC * emove;
+    float4 xEv = (float4) (xE);
+    float4 dcv = (float4) (0.0f), dpv;
+    {   /* row L */
+        const long rc = mat0 + (long) L * mrow;
+        __global float4 *cur = words(p, ws, rc);
+        for (int q = 0; q < W4; q++) { cur[q * ws] = xEv; cur[(W4 + q) * ws] = (float4) (0.0f); cur[(2 * W4 + q) * ws] = xEv; }
+        for (int k = M + 1; k <= W; k++) { NCELL(rc, 0, k) = 0.0f; NCELL(rc, 2, k) = 0.0f; }
+        dpv = st_lshift(xEv);   /* HMMER's D(Q-1), E in every lane (its nodes past M too) */
+        for (int q = Q - 1; q >= 0; q--) {
+            dcv = dpv * st_tr(tsc, M, Q, q, T_DD);
+            dpv = NLD(rc, 2, q) + dcv;
+            NST(rc, 2, q, dpv)
+        }
+        for (int j = 1; j < 4; j++) {
+            dcv = st_lshift(dcv);
+            for (int q = Q - 1; q >= 0; q--) {
+                dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                NST(rc, 2, q, NLD(rc, 2, q) + dcv)
+            }
+        }
+        dcv = st_lshift(NLD(rc, 2, 0));
+        for (int q = Q - 1; q >= 0; q--) {
+            NST(rc, 0, q, NLD(rc, 0, q) + dcv * st_tr(tsc, M, Q, q, T_MD))
+            dcv = NLD(rc, 2, q);
+        }
+        const float sc = p[el(fx0 + (long) L * xrow + XSCALE, ws)];
+        if (sc > 1.0f) {
+            xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc;
+            const float v = inv_as_hmmer(sc);
+            for (int q = 0; q < 3 * W4; q++) cur[q * ws] = cur[q * ws] * v;
+        }
+        const long xr = bx0 + (long) L * xrow;
+        p[el(xr + XSCALE, ws)] = sc;
+        p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
+    }
+    for (int i = L - 1; i >= 1; i--) {
+        const long rn = mat0 + (long) (i + 1) * mrow, rc = mat0 + (long) i * mrow;
+        __global const float *er = msc + (int) dsq[i] * exs;   /* x_{i+1} */
+        if (mrow != 0)   /* cells of nodes past M: zero (read by decoding and null2; stored nowhere else) */
+            for (int k = M + 1; k <= W; k++) { NCELL(rc, 0, k) = 0.0f; NCELL(rc, 1, k) = 0.0f; NCELL(rc, 2, k) = 0.0f; }
+        float4 tmmv = st_lshift(st_tr(tsc, M, Q, 0, T_MM));
+        float4 timv = st_lshift(st_tr(tsc, M, Q, 0, T_IM));
+        float4 tdmv = st_lshift(st_tr(tsc, M, Q, 0, T_DM));
+        float4 mpv = st_lshift(NLD(rn, 0, 0) * st_em(er, ews, M, Q, 0));
+        float4 xBv = (float4) (0.0f);
+        for (int q = Q - 1; q >= 0; q--) {
+            const float4 ipv = NLD(rn, 1, q);
+            NST(rc, 1, q, ipv * st_tr(tsc, M, Q, q, T_II) + mpv * timv)
+            NST(rc, 2, q, mpv * tdmv)
+            const float4 mcv = ipv * st_tr(tsc, M, Q, q, T_MI) + mpv * tmmv;
+            mpv = NLD(rn, 0, q) * st_em(er, ews, M, Q, q);
+            NST(rc, 0, q, mcv)
+            tdmv = st_tr(tsc, M, Q, q, T_DM);
+            timv = st_tr(tsc, M, Q, q, T_IM);
+            tmmv = st_tr(tsc, M, Q, q, T_MM);
+            xBv = xBv + mpv * st_tr(tsc, M, Q, q, T_BM);
+        }
+        xB = st_hsum(xBv);
+        xC = xC * nloop;
+        xJ = (xB * nmove) + (xJ * nloop);
+        xN = (xB * nmove) + (xN * nloop);
+        xE = (xC * emove) + (xJ * eloop);
+        xEv = (float4) (xE);
+        dpv = st_lshift(NLD(rc, 2, 0) + xEv);
+        for (int q = Q - 1; q >= 0; q--) {
+            dcv = dpv * st_tr(tsc, M, Q, q, T_DD);
+            dpv = NLD(rc, 2, q) + (dcv + xEv);
+            NST(rc, 2, q, dpv)
+            NST(rc, 0, q, NLD(rc, 0, q) + xEv)
+        }
+        for (int j = 1; j < 4; j++) {
+            dcv = st_lshift(dcv);
+            for (int q = Q - 1; q >= 0; q--) {
+                dcv = dcv * st_tr(tsc, M, Q, q, T_DD);
+                NST(rc, 2, q, NLD(rc, 2, q) + dcv)
+            }
+        }
+        dcv = st_lshift(NLD(rc, 2, 0));
+        for (int q = Q - 1; q >= 0; q--) {
+            NST(rc, 0, q, NLD(rc, 0, q) + dcv * st_tr(tsc, M, Q, q, T_MD))
+            dcv = NLD(rc, 2, q);
+        }
+        if (xB > 1.0e16f) own = 1;
+        float sc;
+        if (own) sc = (xB > 1.0e4f) ? xB : 1.0f;
+        else     sc = p[el(fx0 + (long) i * xrow + XSCALE, ws)];
+        if (sc > 1.0f) {
+            xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc;
+            const float v = inv_as_hmmer(sc);
+            __global float4 *cur = words(p, ws, rc);
+            for (int q = 0; q < 3 * W4; q++) cur[q * ws] = cur[q * ws] * v;
+        }
+        const long xr = bx0 + (long) i * xrow;
+        p[el(xr + XSCALE, ws)] = sc;
+        p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
+        p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
+    }
+    {   /* row 0: N and B only */
+        const long rn = mat0 + (long) mrow;
+        __global const float *er = msc + (int) dsq[0] * exs;
+        float4 xBv = (float4) (0.0f);
+        for (int q = 0; q < Q; q++) {
+            float4 mpv = NLD(rn, 0, q) * st_em(er, ews, M, Q, q);
+            mpv = mpv * st_tr(tsc, M, Q, q, T_BM);
+            xBv = xBv + mpv;
+        }
+        xB = st_hsum(xBv);
+        xN = (xB * nmove) + (xN * nloop);
+        p[el(bx0 + XB, ws)] = xB; p[el(bx0 + XC, ws)] = 0.0f; p[el(bx0 + XJ, ws)] = 0.0f;
+        p[el(bx0 + XN, ws)] = xN; p[el(bx0 + XE, ws)] = 0.0f; p[el(bx0 + XSCALE, ws)] = 1.0f;
         if (mrow != 0) {
             __global float4 *r0 = words(p, ws, mat0);
-            for (int q = 0; q < 3 * Q4; q++) r0[q * ws] = (float4) (0.0f);
+            for (int q = 0; q < 3 * W4; q++) r0[q * ws] = (float4) (0.0f);
         }
     }
     return own;
 }
+#undef NST
+#undef NST1
+#undef NLD
+#undef NLD1
+#undef NCELL
 
 /* p7_DomainDecoding (btot, etot, mocc per residue, into the records) and the region loop of
  * p7_domaindef_ByPosteriorHeuristics (rt1 = 0.25, rt2 = 0.10, rt3 = 0.20) on a job's residue
@@ -431,10 +708,11 @@ __kernel void fb_parser(
     __global const float *t = tsc + tsc_off[m] * 4;
     const float4 xfm = seq_xfm[s];
     __global float *p = scr + scr_off[j];
-    const long rec0 = 6 * (long) W;   /* residue records: fx, bx, btot, etot, mocc */
-    const float fsc = forward_pass(x, L, W, e, 4, 4 * KP, t, xfm, p, ws, 0, 0, rec0, REC);
-    const int own = backward_pass(x, L, M, W, e, 4, 4 * KP, t, xfm, p, ws, rec0, 3 * (long) W, 0,
-                                  rec0 + R_BX, REC);
+    const int Q = max(2, W >> 2);       /* HMMER's striped vectors per row */
+    const long rec0 = 24 * (long) Q;    /* two rows of 3 Q words, then the residue records: fx, bx, btot, etot, mocc */
+    const float fsc = forward_parser_striped(x, L, M, Q, e, 4, 4 * KP, t, xfm, p, ws, rec0, REC);
+    const int own = backward_parser_striped(x, L, M, Q, e, 4, 4 * KP, t, xfm, p, ws, 12 * (long) Q, rec0,
+                                            rec0 + R_BX, REC);
     domain_decoding(p, ws, rec0, L, xfm.y, own, fsc, region_cap, out + (long) j * (6 + 2 * region_cap));
 }
 #endif
@@ -694,8 +972,8 @@ __kernel void envelope(
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
 
     if ((mode & 1) == 0) {
-        const float envsc = forward_pass(x, Ld, W, e, exs, ews, t, xfm, p, 1, 0, 3 * W,
-                                         (long) (Ld + 1) * 3 * W, NX);
+        const float envsc = forward_matrix_striped(x, Ld, M, W, e, exs, ews, t, xfm, p, 1, 0, 3 * W,
+                                                   (long) (Ld + 1) * 3 * W, NX);
         info[j] = (float4) (envsc, 0.0f, 0.0f, 0.0f);
         return;
     }
@@ -711,8 +989,8 @@ __kernel void envelope(
 #define FROW(i) words(p, ws, (long) (i) * R)
 #define BROW(i) words(p, ws, (long) (i) * R + B0)
 
-    const float envsc = forward_pass(x, Ld, W, e, exs, ews, t, xfm, p, ws, 0, R, fx0, R);
-    const int own = backward_pass(x, Ld, M, W, e, exs, ews, t, xfm, p, ws, fx0, B0, R, bx0, R);
+    const float envsc = forward_matrix_striped(x, Ld, M, W, e, exs, ews, t, xfm, p, ws, 0, R, fx0, R);
+    const int own = backward_matrix_striped(x, Ld, M, W, e, exs, ews, t, xfm, p, ws, fx0, B0, R, bx0, R);
 
     /* p7_Decoding: B <- posterior probabilities (D cells 0). */
     float scaleproduct = inv_as_hmmer(BX(0, XN));
@@ -881,7 +1159,7 @@ __kernel void envelope_wg(
 #define BROW(i) ((__global float4 *) (p + (long) (i) * R + B0))
 #define LW4(a, q) (((__local float4 *) (a))[q])
 
-    /* ---- Forward (forward_pass with full rows) ---- */
+    /* ---- Forward (forward_matrix_striped, full rows) ---- */
     {
         __global float4 *r0 = FROW(0);
         for (int q = lid; q < 3 * Q4; q += G) r0[q] = (float4) (0.0f);
@@ -918,21 +1196,47 @@ __kernel void envelope_wg(
             LW4(lb, q) = sv;
         }
         WG_SYNC();
-        if (lid == 0) {   /* the D chain and the lane sums, in node order */
-            float dcur = 0.0f, a = 0.0f, tdd = 0.0f;
-            float4 lm = (float4) (0.0f), ld = (float4) (0.0f);
-            for (int q = 0; q < Q4; q++) {
-                const float4 tDD = t4[q * 8 + T_DD];
-                const float4 a4 = LW4(la, q), s4 = LW4(lb, q);
-                float4 dv;
-                dv.x = a + dcur * tdd; dcur = dv.x; a = a4.x; tdd = tDD.x;
-                dv.y = a + dcur * tdd; dcur = dv.y; a = a4.y; tdd = tDD.y;
-                dv.z = a + dcur * tdd; dcur = dv.z; a = a4.z; tdd = tDD.z;
-                dv.w = a + dcur * tdd; dcur = dv.w; a = a4.w; tdd = tDD.w;
-                lm = lm + s4; ld = ld + dv;
-                LW4(lc, q) = dv;
+        if (lid == 0) {   /* HMMER's striped D->D passes and E's lane sums (as forward_matrix_striped) */
+            for (int k = M + 1; k <= W; k++) lc[k - 1] = 0.0f;
+            float cend[4];
+            for (int l = 0; l < 4; l++) {   /* first pass, inside each striped lane */
+                float dc = 0.0f;
+                for (int q = 0; q < Q; q++) {
+                    const int k = l * Q + q + 1;
+                    if (k > M) { dc = 0.0f; continue; }
+                    const float a = (k > 1) ? la[k - 2] : 0.0f;   /* M(k-1) tMD(k-1) */
+                    const float d = (q == 0) ? a : dc + a;
+                    lc[k - 1] = d;
+                    dc = d * TR(t, k, T_DD);
+                }
+                cend[l] = dc;
             }
-            xE = ((lm.x + lm.y) + (lm.z + lm.w)) + ((ld.x + ld.y) + (ld.z + ld.w));
+            for (int jp = 1; jp < 4; jp++) {   /* the lane-crossing passes (cut short for M >= 100) */
+                const float c1 = cend[0], c2 = cend[1], c3 = cend[2];
+                int changed = 0;
+                for (int l = 0; l < 4; l++) {
+                    float c = (l == 0) ? 0.0f : (l == 1) ? c1 : (l == 2) ? c2 : c3;
+                    for (int q = 0; q < Q; q++) {
+                        const int k = l * Q + q + 1;
+                        if (k > M) { c = 0.0f; continue; }
+                        const float old = lc[k - 1];
+                        const float nv = c + old;
+                        if (nv > old) changed = 1;
+                        lc[k - 1] = nv;
+                        c = c * TR(t, k, T_DD);
+                    }
+                    cend[l] = c;
+                }
+                if (M >= 100 && !changed) break;
+            }
+            float acc[4];
+            for (int l = 0; l < 4; l++) {   /* E: each lane's M cells, then its D cells */
+                float a = 0.0f;
+                for (int q = 0; q < Q; q++) { const int k = l * Q + q + 1; if (k <= M) a = a + lb[k - 1]; }
+                for (int q = 0; q < Q; q++) { const int k = l * Q + q + 1; if (k <= M) a = a + lc[k - 1]; }
+                acc[l] = a;
+            }
+            xE = (acc[0] + acc[1]) + (acc[2] + acc[3]);
             xN = xN * nloop;
             xC = xC * nloop + xE * emove;
             xJ = xJ * nloop + xE * eloop;
@@ -965,24 +1269,56 @@ __kernel void envelope_wg(
      * final region another work-item's copy of a value computed before the barriers below */
     if (lid == 0) bc[4] = totscale + LOG_AS_HMMER(xC * nmove);
 
-    /* ---- Backward (backward_pass with full rows) ---- */
+    /* ---- Backward (backward_matrix_striped, full rows) ---- */
     int own = 0;
     xJ = 0.0f; xB = 0.0f; xN = 0.0f; xC = nmove; xE = xC * emove;
     float4 xbn = (float4) (0.0f);   /* work-item 0: lane sums of the next row's B */
-    if (lid == 0) {   /* row L, whole */
+    if (lid == 0) {   /* row L, whole, in HMMER's striped order (as backward_matrix_striped) */
         const float sc = FX(Ld, XSCALE);
         const float s = (sc > 1.0f) ? inv_as_hmmer(sc) : 1.0f;
         const int up = (Ld >= 2);
-        __global float4 *cur = BROW(Ld);
         __global const float *en = e + (int) x[up ? Ld - 1 : 0] * exs;
-        float dnext = 0.0f;
-        for (int q = Q4 - 1; q >= 0; q--) {
-            __global const float4 *tq = t4 + q * 8;
-            const float4 tBM = tq[T_BM], tMD = tq[T_MD], tDD = tq[T_DD];
-            const float4 en4 = *(__global const float4 *) (en + q * ews);
-            float4 m4, d4;
-            BCK_LAST_NODE(w) BCK_LAST_NODE(z) BCK_LAST_NODE(y) BCK_LAST_NODE(x)
-            cur[q] = m4; cur[Q4 + q] = (float4) (0.0f); cur[2 * Q4 + q] = d4;
+        float cend[4];
+        for (int l = 0; l < 4; l++) {   /* D: E, then the D->D pass from E in every lane */
+            float dp = (l < 3) ? xE : 0.0f, dc = 0.0f;
+            for (int q = Q - 1; q >= 0; q--) {
+                const int k = l * Q + q + 1;
+                dc = dp * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
+                const float d = xE + dc;
+                if (k <= M) BC(Ld, 2, k) = d;
+                dp = d;
+            }
+            cend[l] = dc;
+        }
+        for (int jp = 1; jp < 4; jp++) {
+            const float c0 = cend[1], c1 = cend[2], c2 = cend[3];
+            for (int l = 0; l < 4; l++) {
+                float c = (l == 0) ? c0 : (l == 1) ? c1 : (l == 2) ? c2 : 0.0f;
+                for (int q = Q - 1; q >= 0; q--) {
+                    const int k = l * Q + q + 1;
+                    c = c * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
+                    if (k <= M) BC(Ld, 2, k) = BC(Ld, 2, k) + c;
+                }
+                cend[l] = c;
+            }
+        }
+        for (int k = 1; k <= W; k++) {   /* M: E + D(k+1) tMD(k); then the scale */
+            if (k > M) { BC(Ld, 0, k) = 0.0f; BC(Ld, 1, k) = 0.0f; BC(Ld, 2, k) = 0.0f; continue; }
+            BC(Ld, 0, k) = (xE + ((k < M) ? BC(Ld, 2, k + 1) : 0.0f) * TR(t, k, T_MD));
+            BC(Ld, 1, k) = 0.0f;
+        }
+        for (int k = 1; k <= M; k++) { BC(Ld, 0, k) = BC(Ld, 0, k) * s; BC(Ld, 2, k) = BC(Ld, 2, k) * s; }
+        if (up) {   /* B(L-1)'s lane sums, descending, as HMMER's next row */
+            float acc[4];
+            for (int l = 0; l < 4; l++) {
+                float a2 = 0.0f;
+                for (int q = Q - 1; q >= 0; q--) {
+                    const int k = l * Q + q + 1;
+                    if (k <= M) a2 = a2 + (BC(Ld, 0, k) * en[((k - 1) >> 2) * ews + ((k - 1) & 3)]) * TR(t, k, T_BM);
+                }
+                acc[l] = a2;
+            }
+            xbn = (float4) (acc[0], acc[1], acc[2], acc[3]);
         }
         if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xC = xC / sc; xJ = xJ / sc; xB = xB / sc; }
         BX(Ld, XSCALE) = sc;
@@ -991,7 +1327,7 @@ __kernel void envelope_wg(
     WG_SYNC();
     for (int i = Ld - 1; i >= 1; i--) {
         const int up = (i >= 2);
-        if (lid == 0) {   /* the row's specials before its cells, as backward_pass */
+        if (lid == 0) {   /* the row's specials before its cells, as backward_matrix_striped */
             xB = (xbn.x + xbn.y) + (xbn.z + xbn.w);
             xbn = (float4) (0.0f);
             xC = xC * nloop;
@@ -1038,28 +1374,49 @@ __kernel void envelope_wg(
             LW4(lc, q) = up ? *(__global const float4 *) (en + q * ews) : (float4) (0.0f);
         }
         WG_SYNC();
-        if (lid == 0) {   /* the D chain, descending, the M cells that take D(k+1), the next B's lane sums */
-            float dnext = 0.0f;
-#define BCK_WG_NODE(c, o) {                                                         \
-                const int n_ = 4 * q + (o);                                         \
-                if (n_ + 1 > M) {                                                   \
-                    la[n_] = 0.0f; lb[n_] = 0.0f;                                   \
-                } else {                                                            \
-                    const float dn_ = dnext;                                        \
-                    const float dv_ = lb[n_] + (dnext * tDD.c + xE);                \
-                    dnext = dv_;                                                    \
-                    const float mv_ = la[n_] + dn_ * tMD.c;                         \
-                    const float m_ = mv_ * s;                                       \
-                    la[n_] = m_; lb[n_] = dv_ * s;                                  \
-                    if (up) xbn.c = xbn.c + (m_ * lc[n_]) * tBM.c;                  \
-                }                                                                   \
+        if (lid == 0) {   /* HMMER's striped D->D passes, the M cells that take D(k+1), the next B's lane sums */
+            /* la: M(k) before its D(k+1) term (E added); lb: D(k) = M(i+1,k+1) e tDM(k+1); lc: e(x_i, k) */
+            float cend[4];
+            for (int l = 0; l < 4; l++) {   /* first pass: D + (D(k+1) tDD + E), inside each lane */
+                const int kn = (l + 1) * Q + 1;   /* the next lane's first node */
+                float dp = (l < 3) ? ((kn <= M) ? lb[kn - 1] + xE : xE) : 0.0f, dc = 0.0f;
+                for (int q = Q - 1; q >= 0; q--) {
+                    const int k = l * Q + q + 1;
+                    dc = dp * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
+                    if (k <= M) { const float d = lb[k - 1] + (dc + xE); lb[k - 1] = d; dp = d; }
+                    else dp = dc + xE;
+                }
+                cend[l] = dc;
             }
-            for (int q = Q4 - 1; q >= 0; q--) {
-                __global const float4 *tq = t4 + q * 8;
-                const float4 tBM = tq[T_BM], tMD = tq[T_MD], tDD = tq[T_DD];
-                BCK_WG_NODE(w, 3) BCK_WG_NODE(z, 2) BCK_WG_NODE(y, 1) BCK_WG_NODE(x, 0)
+            for (int jp = 1; jp < 4; jp++) {   /* three lane-crossing passes */
+                const float c0 = cend[1], c1 = cend[2], c2 = cend[3];
+                for (int l = 0; l < 4; l++) {
+                    float c = (l == 0) ? c0 : (l == 1) ? c1 : (l == 2) ? c2 : 0.0f;
+                    for (int q = Q - 1; q >= 0; q--) {
+                        const int k = l * Q + q + 1;
+                        c = c * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
+                        if (k <= M) lb[k - 1] = lb[k - 1] + c;
+                    }
+                    cend[l] = c;
+                }
             }
-#undef BCK_WG_NODE
+            for (int k = 1; k <= W; k++) {   /* M + D(k+1) tMD(k), then the scale */
+                if (k > M) { la[k - 1] = 0.0f; lb[k - 1] = 0.0f; continue; }
+                la[k - 1] = la[k - 1] + ((k < M) ? lb[k] : 0.0f) * TR(t, k, T_MD);
+            }
+            for (int k = 1; k <= M; k++) { la[k - 1] = la[k - 1] * s; lb[k - 1] = lb[k - 1] * s; }
+            if (up) {   /* B(i-1)'s lane sums, descending, as HMMER's next row */
+                float acc[4];
+                for (int l = 0; l < 4; l++) {
+                    float a2 = 0.0f;
+                    for (int q = Q - 1; q >= 0; q--) {
+                        const int k = l * Q + q + 1;
+                        if (k <= M) a2 = a2 + (la[k - 1] * lc[k - 1]) * TR(t, k, T_BM);
+                    }
+                    acc[l] = a2;
+                }
+                xbn = (float4) (acc[0], acc[1], acc[2], acc[3]);
+            }
             if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
             BX(i, XSCALE) = sc;
             BX(i, XE) = xE; BX(i, XN) = xN; BX(i, XJ) = xJ; BX(i, XB) = xB; BX(i, XC) = xC;
@@ -1068,19 +1425,19 @@ __kernel void envelope_wg(
         for (int q = lid; q < Q4; q += G) { cur[q] = LW4(la, q); cur[2 * Q4 + q] = LW4(lb, q); }
         WG_SYNC();
     }
-    if (lid == 0) {   /* row 0: only N and B; B's lane sums in ascending node order */
-        __global float4 *nm = BROW(1);
+    if (lid == 0) {   /* row 0: only N and B; B's striped lane sums, ascending, as HMMER's last pass */
         __global const float *e1 = e + (int) x[0] * exs;
         float4 xbl = (float4) (0.0f);
-        for (int q = 0; q < Q4; q++) {
-            const float4 nm4 = nm[q];
-            const float4 tBM = t4[q * 8 + T_BM];
-            const float4 e4 = *(__global const float4 *) (e1 + q * ews);
-            if (4 * q + 1 <= M) xbl.x = xbl.x + (nm4.x * e4.x) * tBM.x;
-            if (4 * q + 2 <= M) xbl.y = xbl.y + (nm4.y * e4.y) * tBM.y;
-            if (4 * q + 3 <= M) xbl.z = xbl.z + (nm4.z * e4.z) * tBM.z;
-            if (4 * q + 4 <= M) xbl.w = xbl.w + (nm4.w * e4.w) * tBM.w;
+        float acc[4];
+        for (int l = 0; l < 4; l++) {
+            float a2 = 0.0f;
+            for (int q = 0; q < Q; q++) {
+                const int k = l * Q + q + 1;
+                if (k <= M) a2 = a2 + (BC(1, 0, k) * e1[((k - 1) >> 2) * ews + ((k - 1) & 3)]) * TR(t, k, T_BM);
+            }
+            acc[l] = a2;
         }
+        xbl = (float4) (acc[0], acc[1], acc[2], acc[3]);
         xB = (xbl.x + xbl.y) + (xbl.z + xbl.w);
         xN = (xB * nmove) + (xN * nloop);
         BX(0, XB) = xB; BX(0, XC) = 0.0f; BX(0, XJ) = 0.0f;

@@ -8,10 +8,10 @@
  * contiguous (ws = 1), record i (16 floats: Forward specials E N J B C SCALE, Backward specials,
  * btot, etot, mocc) at float 16 i, as fb_parser's records with rec0 = 0.
  *
- * Forward: forward_pass's rows, as forward_warp computes them (D chain by a scan over the lanes,
+ * Forward: the envelope kernel's Forward rows (formerly forward_pass), as forward_warp computes them (D chain by a scan over the lanes,
  * E by a butterfly sum), with forward_pass's rescaling (the row times 1/E, the specials divided).
  *
- * Backward: backward_pass's rows, descending (backward_row.h: the D chain D(i,k) = a_k +
+ * Backward: the envelope kernel's Backward rows (formerly backward_pass), descending (backward_row.h: the D chain D(i,k) = a_k +
  * D(i,k+1) tDD_k, a_k = M(i+1,k+1) e tDM_{k+1} + E(i), by a scan from the last lane down; M(i,k)
  * then takes D(i,k+1)); B(i-1) is the warp sum of M(i,k) e(x_i,k) tBM_k.  Scale factors as
  * backward_pass: the Forward's, or its own once B exceeds 1e16.

@@ -4,7 +4,7 @@
  * e[FS_C], q0 and Q4 (the lane's first word, the model's words), em4, exs and ews (the emission
  * table and its layout), FROW(i) and FX(i, c) (row i's cells and specials).
  *
- * forward_pass's rows 0..L (one row by forward_row.h) and its rescaling: where E > 1e4 the
+ * the envelope kernel's Forward rows (formerly forward_pass) 0..L (one row by forward_row.h) and its rescaling: where E > 1e4 the
  * specials are divided by E, the cells multiplied by 1/E, SCALE = E and log E added to totscale.
  * Declares xN, xJ, xC, xE, xB, totscale (their values after row L) and pM, pI, pD, and defines
  * FS_EMIS(xi) and FS_STORE(row), which the includer may use later and undefines at its end. */
