@@ -127,6 +127,15 @@ def test_names_with_shell_syntax_and_a_device_name_with_spaces_run_as_data(tmp_p
     assert spec in (tmp_path / "logs/search_batch/batch000.log").read_text()
 
 
+def _write_parquet_without_domains(path):
+    """A Parquet file that says it is a hit file but whose hits have only a model column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"model": pa.array([0], pa.int64())})
+    pq.write_table(table.replace_schema_metadata({"hmmcascade": json.dumps({"format": "hmmcascade-hits/2"})}), path)
+
+
 def test_failed_merge_leaves_no_older_accuracy_beside_missing_tables(tmp_path):
     hmms = _small_models(tmp_path / "models.hmm", 4)
     seqs = tmp_path / "s.faa"
@@ -134,8 +143,8 @@ def test_failed_merge_leaves_no_older_accuracy_beside_missing_tables(tmp_path):
     config = {"databases": "local", "hmms": str(hmms), "sequences": str(seqs), "batches": 1}
     assert _snakemake(tmp_path, config).returncode == 0
     assert (tmp_path / "results/accuracy.json").exists()
-    batch = tmp_path / "results/search/batch000.hits.json.gz"
-    batch.write_bytes(gzip.compress(b'{"format": "hmmcascade-hits/1", "hits": [{"model": 0}]}'))
+    batch = tmp_path / "results/search/batch000.hits.parquet"
+    _write_parquet_without_domains(batch)
     run = _snakemake(tmp_path, config)
     assert run.returncode != 0
     assert "not a complete hmmcascade hits file" in (tmp_path / "logs/merge_hits/merge.log").read_text()

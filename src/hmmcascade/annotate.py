@@ -40,11 +40,10 @@ from pathlib import Path
 
 from . import __version__
 from .io import InputError, check_input_file, open_input
-from .outfiles import write_text
 from .results import Domain, Hit
 
 __all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3",
-           "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary"]
+           "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream"]
 
 
 @dataclass(frozen=True)
@@ -245,25 +244,28 @@ def write_pfam_scan(path, hits, families: dict[str, PfamFamily] | None = None, *
             file, the default here is the longest id written.
         Others as :func:`pfam_domains`.
     """
-    rows = [a for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap)
-            if a.significant or not significant_only]
-    width = name_width if name_width is not None else max([1] + [len(a.seq_id) for a in rows])
-    resolved = "on" if families and resolve_clan_overlap else "off"
-    lines = [
+    _write_annotations(path, "pfamscan", hits, families, resolve_clan_overlap, significant_only=significant_only,
+                       name_width=name_width)
+
+
+def _pfam_scan_head(resolved: bool) -> list[str]:
+    return [
         f"# hmmcascade {__version__}: pfam_scan.pl-style domain table",
         "#",
-        f"#    resolve clan overlaps: {resolved}",
+        f"#    resolve clan overlaps: {'on' if resolved else 'off'}",
         "#     predict active sites: off",
         "# = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = =",
         "#",
         _COLUMNS,
         "",
     ]
-    for a in rows:
-        lines.append("%-*s %6d %6d %6d %6d %-11s %-16s %7s %5d %5d %5d %8s %9s %3d %-8s " % (
-            width, a.seq_id, a.ali_from, a.ali_to, a.env_from, a.env_to, a.hmm_acc, a.hmm_name, a.type,
-            a.hmm_from, a.hmm_to, a.hmm_length, "%.1f" % a.bits, "%.2g" % a.evalue, int(a.significant), a.clan))
-    _write_lines(path, lines)
+
+
+def _pfam_scan_rest(a: DomainAnnotation) -> str:
+    """A pfam_scan line after its sequence-id column."""
+    return " %6d %6d %6d %6d %-11s %-16s %7s %5d %5d %5d %8s %9s %3d %-8s " % (
+        a.ali_from, a.ali_to, a.env_from, a.env_to, a.hmm_acc, a.hmm_name, a.type,
+        a.hmm_from, a.hmm_to, a.hmm_length, "%.1f" % a.bits, "%.2g" % a.evalue, int(a.significant), a.clan)
 
 
 def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, resolve_clan_overlap: bool = True,
@@ -278,32 +280,136 @@ def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, res
     ``env_start``/``env_end``, ``significant``, and ``type``/``clan`` when family data are given.
     Each protein gets a ``##sequence-region`` line.  Text is escaped as the GFF3 specification asks.
     """
-    rows = [a for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap)
-            if a.significant or not significant_only]
-    lines = ["##gff-version 3"]
-    seen: set[str] = set()
-    for a in rows:
-        seqid = _escape(a.seq_id, _seqid_safe)
-        if a.seq_id not in seen:
-            seen.add(a.seq_id)
-            lines.append(f"##sequence-region {seqid} 1 {a.seq_length}")
-        attrs = [("Name", a.hmm_name)]
-        pfam = re.match(r"PF\d{5}", a.hmm_acc)
-        if pfam:
-            attrs.append(("Dbxref", f"Pfam:{pfam.group(0)}"))
-        if a.hmm_acc != "-":
-            attrs.append(("accession", a.hmm_acc))
-        attrs += [("evalue", "%.2g" % a.evalue), ("hmm_start", a.hmm_from), ("hmm_end", a.hmm_to),
-                  ("hmm_length", a.hmm_length), ("env_start", a.env_from), ("env_end", a.env_to),
-                  ("significant", int(a.significant))]
-        if a.type != "-":
-            attrs.append(("type", a.type))
-        if a.clan != "No_clan":
-            attrs.append(("clan", a.clan))
-        column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs)
-        lines.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
-                                "%.1f" % a.bits, ".", ".", column9]))
-    _write_lines(path, lines)
+    _write_annotations(path, "gff3", hits, families, resolve_clan_overlap, significant_only=significant_only)
+
+
+def _gff3_lines(a: DomainAnnotation, new_protein: bool) -> list[str]:
+    seqid = _escape(a.seq_id, _seqid_safe)
+    out = [f"##sequence-region {seqid} 1 {a.seq_length}"] if new_protein else []
+    attrs = [("Name", a.hmm_name)]
+    pfam = re.match(r"PF\d{5}", a.hmm_acc)
+    if pfam:
+        attrs.append(("Dbxref", f"Pfam:{pfam.group(0)}"))
+    if a.hmm_acc != "-":
+        attrs.append(("accession", a.hmm_acc))
+    attrs += [("evalue", "%.2g" % a.evalue), ("hmm_start", a.hmm_from), ("hmm_end", a.hmm_to),
+              ("hmm_length", a.hmm_length), ("env_start", a.env_from), ("env_end", a.env_to),
+              ("significant", int(a.significant))]
+    if a.type != "-":
+        attrs.append(("type", a.type))
+    if a.clan != "No_clan":
+        attrs.append(("clan", a.clan))
+    column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs)
+    out.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
+                          "%.1f" % a.bits, ".", ".", column9]))
+    return out
+
+
+class AnnotationStream:
+    """One per-protein output written as its proteins come, in :func:`pfam_domains` order.
+
+    ``kind``: ``pfamscan``, ``gff3``, ``ipr_tsv`` or ``protein_summary`` (the writers above and
+    below, with their options as keywords).  :meth:`start` takes the text file, :meth:`add` the
+    next :class:`DomainAnnotation` rows (all of a protein's rows in one call, or in consecutive
+    calls), :meth:`close` finishes.  pfam_scan's id column is as wide as the longest id written,
+    known only at the end: its lines wait in a temporary file until :meth:`close` (a line at a
+    time, so memory stays small), unless ``name_width`` is given.
+    """
+
+    def __init__(self, kind: str, families: dict[str, PfamFamily] | None = None, *, resolve_clan_overlap: bool = True,
+                 significant_only: bool | None = None, name_width: int | None = None, md5s=None,
+                 descriptions: dict[str, str] | None = None, date: str | None = None):
+        import time as _time
+
+        if kind not in ("pfamscan", "gff3", "ipr_tsv", "protein_summary"):
+            raise ValueError(f"AnnotationStream: unknown kind {kind!r}")
+        self.kind, self.families = kind, families or {}
+        self.resolved = bool(families) and resolve_clan_overlap
+        self.significant_only = (kind == "ipr_tsv") if significant_only is None else significant_only
+        self.name_width, self.md5s, self.descriptions = name_width, md5s or {}, descriptions or {}
+        self.date = date or _time.strftime("%d-%m-%Y")
+        self.fh = None
+        self._spool = None
+        self._width = 1
+        self._last_seq = None
+        self._protein: list[DomainAnnotation] = []
+
+    def start(self, fh) -> None:
+        self.fh = fh
+        if self.kind == "pfamscan":
+            self._write(_pfam_scan_head(self.resolved))
+            if self.name_width is None:
+                import tempfile
+
+                self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogateescape", newline="")
+        elif self.kind == "gff3":
+            self._write(["##gff-version 3"])
+        elif self.kind == "protein_summary":
+            self._write(["protein\tlength\tdomains\tarchitecture\taccessions\tclans"])
+
+    def add(self, rows) -> None:
+        rows = [a for a in rows if a.significant or not self.significant_only]
+        lines: list[str] = []
+        if self.kind == "pfamscan":
+            if self._spool is not None:
+                for a in rows:
+                    self._width = max(self._width, len(a.seq_id))
+                    self._spool.write(a.seq_id + "\0" + _pfam_scan_rest(a) + "\n")
+                return
+            lines = ["%-*s" % (self.name_width, a.seq_id) + _pfam_scan_rest(a) for a in rows]
+        elif self.kind == "gff3":
+            for a in rows:
+                lines += _gff3_lines(a, a.seq_id != self._last_seq)
+                self._last_seq = a.seq_id
+        elif self.kind == "ipr_tsv":
+            lines = [self._ipr_line(a) for a in rows]
+        else:
+            for a in rows:
+                if self._protein and a.seq_id != self._protein[0].seq_id:
+                    lines.append(_summary_line(self._protein))
+                    self._protein = []
+                self._protein.append(a)
+        self._write(lines)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.seek(0)
+            for line in self._spool:
+                seq_id, _, rest = line.partition("\0")
+                self.fh.write("%-*s" % (self._width, seq_id) + rest)
+            self._spool.close()
+            self._spool = None
+        if self._protein:
+            self._write([_summary_line(self._protein)])
+            self._protein = []
+
+    def _ipr_line(self, a: DomainAnnotation) -> str:
+        fam = self.families.get(a.hmm_name)
+        desc = (fam.description if fam else "") or self.descriptions.get(a.hmm_name) or a.hmm_name
+        cols = [a.seq_id, self.md5s.get(a.seq_id, "-"), a.seq_length, "Pfam", a.hmm_acc.split(".")[0], desc,
+                a.env_from, a.env_to, _java_e(a.evalue), "T", self.date, "-", "-"]
+        return "\t".join(" ".join(str(c).split()) for c in cols)
+
+    def _write(self, lines: list[str]) -> None:
+        if lines:
+            self.fh.write("\n".join(lines) + "\n")
+
+
+def _summary_line(doms: list[DomainAnnotation]) -> str:
+    clans = sorted({a.clan for a in doms if a.clan != "No_clan"})
+    return "\t".join([doms[0].seq_id, str(doms[0].seq_length), str(len(doms)), " ".join(a.hmm_name for a in doms),
+                      " ".join(a.hmm_acc for a in doms), " ".join(clans) or "-"])
+
+
+def _write_annotations(path, kind, hits, families, resolve_clan_overlap, **kw) -> None:
+    from .outfiles import open_output
+
+    stream = AnnotationStream(kind, families, resolve_clan_overlap=resolve_clan_overlap, **kw)
+    rows = pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap)
+    with open_output(path) as fh:
+        stream.start(fh)
+        stream.add(rows)
+        stream.close()
 
 
 #: InterProScan 5's TSV columns (its documentation, docs/OutputFormats.rst: "Tab-separated values
@@ -349,20 +455,8 @@ def write_interproscan_tsv(path, hits, families: dict[str, PfamFamily] | None = 
     data here) and where an MD5 is not known (``md5s``: :func:`sequence_md5s`).  By default only
     significant domains (gathering thresholds, as InterProScan's Pfam filter).  No header line, as
     InterProScan writes none."""
-    import time as _time
-
-    date = date or _time.strftime("%d-%m-%Y")
-    md5s, descriptions, families = md5s or {}, descriptions or {}, families or {}
-    lines = []
-    for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap):
-        if significant_only and not a.significant:
-            continue
-        fam = families.get(a.hmm_name)
-        desc = (fam.description if fam else "") or descriptions.get(a.hmm_name) or a.hmm_name
-        cols = [a.seq_id, md5s.get(a.seq_id, "-"), a.seq_length, "Pfam", a.hmm_acc.split(".")[0], desc,
-                a.env_from, a.env_to, _java_e(a.evalue), "T", date, "-", "-"]
-        lines.append("\t".join(" ".join(str(c).split()) for c in cols))
-    write_text(path, "".join(line + "\n" for line in lines))
+    _write_annotations(path, "ipr_tsv", hits, families, resolve_clan_overlap, significant_only=significant_only,
+                       md5s=md5s, descriptions=descriptions, date=date)
 
 
 def write_protein_summary(path, hits, families: dict[str, PfamFamily] | None = None, *,
@@ -371,16 +465,8 @@ def write_protein_summary(path, hits, families: dict[str, PfamFamily] | None = N
     domain architecture (model names in order of alignment start, space-separated), their
     accessions in that order, and its clans (sorted, ``-`` for none); proteins sorted by name.
     A header line names the columns."""
-    per: dict[str, list[DomainAnnotation]] = {}
-    for a in pfam_domains(hits, families, resolve_clan_overlap=resolve_clan_overlap):
-        if a.significant or not significant_only:
-            per.setdefault(a.seq_id, []).append(a)
-    lines = ["protein\tlength\tdomains\tarchitecture\taccessions\tclans"]
-    for seq_id, doms in per.items():  # (pfam_domains: proteins sorted, domains by alignment start)
-        clans = sorted({a.clan for a in doms if a.clan != "No_clan"})
-        lines.append("\t".join([seq_id, str(doms[0].seq_length), str(len(doms)), " ".join(a.hmm_name for a in doms),
-                                " ".join(a.hmm_acc for a in doms), " ".join(clans) or "-"]))
-    _write_lines(path, lines)
+    _write_annotations(path, "protein_summary", hits, families, resolve_clan_overlap,
+                       significant_only=significant_only)
 
 
 def _seqid_safe(ch: str) -> bool:
@@ -393,10 +479,30 @@ def _attr_safe(ch: str) -> bool:
     return ch not in ";=&,%\t\n\r" and ord(ch) >= 0x20 and ch != "\x7f"
 
 
+#: the characters each ``safe`` rule rejects, as one regular expression (a string with none is kept as is)
+_UNSAFE = {}
+
+
+def _unsafe_pattern(safe):
+    if safe not in _UNSAFE:
+        if safe is _seqid_safe:
+            _UNSAFE[safe] = re.compile(r"[^a-zA-Z0-9.:^*$@!+_?\-|]")
+        elif safe is _attr_safe:
+            _UNSAFE[safe] = re.compile(r"[;=&,%\t\n\r\x00-\x1f\x7f]")
+        else:
+            _UNSAFE[safe] = None
+    return _UNSAFE[safe]
+
+
+def _percent(ch: str) -> str:
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
+
+
 def _escape(text: str, safe) -> str:
     """GFF3 percent-encoding (RFC 3986 style, upper-case hex) of every character ``safe`` rejects."""
-    return "".join(ch if safe(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape")) for ch in text)
+    pattern = _unsafe_pattern(safe)
+    if pattern is not None:
+        return pattern.sub(lambda m: _percent(m.group()), text)
+    return "".join(ch if safe(ch) else _percent(ch) for ch in text)
 
 
-def _write_lines(path, lines: list[str]) -> None:
-    write_text(path, "\n".join(lines) + "\n")

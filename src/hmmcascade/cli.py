@@ -284,6 +284,7 @@ def cmd_prepare(args) -> int:
 def cmd_search(args) -> int:
     from . import builds, cascade, device
     from .output import pipeline_summary, progress_printer, write_json
+    from .columnar import write_hit_file
     from .results import save_hits
 
     started_at = time.time()
@@ -316,7 +317,11 @@ def cmd_search(args) -> int:
     with outputs:
         _write_outputs(args, res.records, th, res.Z, db, args.hmms, args.seqs, families=families, seqs=seqs)
         if args.hits:
-            save_hits(args.hits, res.records, {"Z": res.Z, "models": len(db), "targets": len(seqs)})
+            meta = {"Z": res.Z, "models": len(db), "targets": len(seqs)}
+            if str(args.hits).endswith(".parquet"):
+                write_hit_file(args.hits, res.records, meta)
+            else:
+                save_hits(args.hits, res.records, meta)
         if args.stats:  # (started_at/finished_at: this process's search, seconds since the epoch)
             write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats, "started_at": started_at,
                                     "finished_at": time.time()})
@@ -328,10 +333,11 @@ def cmd_search(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    """Merge per-batch hits, apply the thresholds of the whole search (Z, domZ), write the outputs."""
-    from .cascade import StageStats, sort_hits, threshold_hits
-    from .output import write_json
-    from .results import load_hits, save_hits
+    """Merge the search jobs' hits, apply the thresholds of the whole search (Z, domZ), write the
+    outputs; streamed a block of models at a time (:mod:`hmmcascade.merge`)."""
+    from .cascade import StageStats
+    from .merge import merge_hit_files, open_hit_source
+    from .output import query_infos, write_json
 
     th = _thresholds(args)
     Z = _search_space(args)
@@ -341,17 +347,23 @@ def cmd_merge(args) -> int:
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats"), inputs=inputs)
     families = _read_families(args)
     batches = [_read_json_file(path, "search --stats", "stats") for path in args.batch_stats]
-    hits = []
-    for path in args.hits:
-        hits.extend(load_hits(path)[0])
+    for path in args.hits:  # (each file checked before any output is written)
+        open_hit_source(path)
     db = _load_models(args.models) if args.models else None
-    threshold_hits(hits, th, Z)
-    hits = sort_hits(hits, th)
+    queries = query_infos(db) if db is not None else None
+    command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with outputs:
-        seq_sets = [_load_seqs(path) for path in args.seqs] if args.ipr_tsv and args.seqs else None
-        _write_outputs(args, hits, th, Z, db, families=families, seqs=seq_sets)
-        if args.merged_hits:
-            save_hits(args.merged_hits, hits, {"Z": Z})
+        md5s = None
+        if args.ipr_tsv and args.seqs:
+            from .annotate import sequence_md5s
+
+            md5s = sequence_md5s([_load_seqs(path) for path in args.seqs])
+        paths = {name: getattr(args, name, None) for name in (*_TABLE_OPTIONS, "merged_hits")}
+        if paths["merged_hits"] and not str(paths["merged_hits"]).endswith(".parquet"):
+            raise ValueError(f"{paths['merged_hits']}: --merged-hits writes a Parquet hit file; name it *.parquet")
+        summary = merge_hit_files(args.hits, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
+                                  descriptions={q.name: q.description for q in queries} if queries else None,
+                                  command=command)
         if args.stats:
             try:
                 total = StageStats.combine_batches(batches).as_dict() if batches else {}
@@ -359,8 +371,8 @@ def cmd_merge(args) -> int:
                 raise InputError(f"{' '.join(args.batch_stats)}: not search --stats files "
                                  f"(the per-stage statistics lack {exc})") from None
             write_json(args.stats, {"Z": Z, "stats": total})
-    n_rep = sum(h.reported for h in hits)
-    print(f"merged {len(args.hits)} batches: {n_rep} reported hits", file=sys.stderr)
+    print(f"merged {len(args.hits)} hit files ({summary.hits} hits, {summary.blocks} blocks of models, "
+          f"{summary.runs} sorted runs of proteins): {summary.reported} reported hits", file=sys.stderr)
     return 0
 
 
@@ -368,8 +380,8 @@ def cmd_compare(args) -> int:
     from .compare import compare_hits, plan_compare, run_pyhmmer, summary_text
     from .io import read_hmms
     from .outfiles import write_text
+    from .merge import open_hit_source
     from .output import write_json
-    from .results import load_hits
 
     th = _thresholds(args)
     inputs = [args.hmms, args.seqs, args.ours, *([args.search_stats] if args.search_stats else [])]
@@ -382,7 +394,7 @@ def cmd_compare(args) -> int:
             if not isinstance(wall, (int, float)) or wall < 0:
                 raise InputError(f"{args.search_stats}: not a search --stats file (no search seconds)")
             max_seconds = args.max_fraction * float(wall)
-    ours = load_hits(args.ours)[0]
+    source = open_hit_source(args.ours)  # (a Parquet hit file is read only for the models compared)
     seqs = _load_seqs(args.seqs)
     hmms = read_hmms(args.hmms)
     Z = th.Z if th.Z is not None else float(len(seqs))
@@ -391,7 +403,9 @@ def cmd_compare(args) -> int:
     if plan["mode"] == "sample":  # (each model on its own: at the whole search's Z, its rows are the full search's)
         hmms = [hmms[i] for i in plan["models"].tolist()]
         names = {h.name for h in hmms}
-        ours = [h for h in ours if h.model_name in names]
+        ours = [h for m in plan["models"].tolist() for h in source.read_models(m, m + 1) if h.model_name in names]
+    else:
+        ours = source.read_models(0, source.last_model + 1)
     ref = run_pyhmmer(hmms, seqs, th, Z, cpus=args.cpus)
     result = compare_hits(ours, ref)
     result["Z"] = Z
@@ -432,7 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="search models against sequences (MSV -> Viterbi -> Forward)")
     s.add_argument("hmms", help="HMMER3 models (text/binary, .gz ok) or pressed models (hmmcascade press)")
     s.add_argument("seqs", help="protein FASTA (.gz ok) or a prepared .npz batch")
-    s.add_argument("--hits", help="write all hit records with domains and alignments (gzipped JSON, for merge)")
+    s.add_argument("--hits", help="write all hit records with domains and alignments, for merge: a Parquet hit file"
+                                   " when the name ends in .parquet, else gzipped JSON")
     s.add_argument("--stats", help="write per-stage statistics (JSON) here")
     _add_outputs(s)
     s.add_argument("--device", default=None, help="auto (default), gpu, cpu, P:D, or a name substring")
@@ -467,9 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_prepare)
 
     s = sub.add_parser("merge", help="merge per-batch hits; threshold; write tables, alignments, annotations")
-    s.add_argument("hits", nargs="+", help="hits files from search --hits")
+    s.add_argument("hits", nargs="+", help="hit files from search --hits (Parquet, or gzipped JSON)")
     s.add_argument("--models", help="the searched models (.npz or HMM file): query order and names in the tables")
-    s.add_argument("--merged-hits", help="write the merged, thresholded hit records here")
+    s.add_argument("--merged-hits", help="write the merged, thresholded hit records here (a Parquet hit file, *.parquet)")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])
     s.add_argument("--seqs", nargs="*", default=[], help="the searched sequences (FASTA or prepared batches): "

@@ -33,11 +33,11 @@ from operator import attrgetter
 import numpy as np
 
 from . import __version__
-from .outfiles import write_text
+from .outfiles import open_output, write_text
 from .results import Alignment, Hit
 
 __all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
-           "write_alignments", "alignment_lines", "write_json", "pipeline_summary", "progress_printer"]
+           "write_alignments", "TableStream", "per_query_hits", "alignment_lines", "write_json", "pipeline_summary", "progress_printer"]
 
 
 @dataclass(frozen=True)
@@ -122,33 +122,8 @@ def write_tblout(path, hits, *, Z: float, queries=None, inc_by_E: bool = True, q
     Raises:
         TypeError, ValueError: one line naming the bad hit or argument.
     """
-    _check_space(Z, "Z")
-    per_query = _by_query(hits, queries, inc_by_E)
-    tnamew, taccw, qnamew, qaccw = _table_widths(*(per_query[0] if per_query else (QueryInfo(""), [])))
-    lines = [
-        "#%*s %22s %22s %33s" % (tnamew + qnamew + taccw + qaccw + 2, "", "--- full sequence ----",
-                                 "--- best 1 domain ----", "--- domain number estimation ----"),
-        "#%-*s %-*s %-*s %-*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s" % (
-            tnamew - 1, " target name", taccw, "accession", qnamew, "query name", qaccw, "accession", "  E-value",
-            " score", " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom", "rep", "inc",
-            "description of target"),
-        "#%*s %*s %*s %*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s" % (
-            tnamew - 1, "-------------------", taccw, "----------", qnamew, "--------------------", qaccw,
-            "----------", "---------", "------", "-----", "---------", "------", "-----", "---", "---", "---", "---",
-            "---", "---", "---", "---", "---------------------"),
-    ]
-    row = "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d %3d %s"
-    for q, qhits in per_query:
-        tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
-        for h in qhits:
-            if h.reported:
-                best = h.domains[h.best_domain]
-                lines.append(row % (
-                    tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, q.name, qaccw, q.accession or "-",
-                    math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), math.exp(best.lnP) * Z, best.score, best.bias,
-                    h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, h.ndom, h.nreported,
-                    h.nincluded, h.target_desc or "-"))
-    _write_lines(path, lines + _tail(query_file, target_file, command))
+    _write_stream(path, "tblout", hits, queries, inc_by_E, Z=Z, query_file=query_file, target_file=target_file,
+                  command=command)
 
 
 def write_domtblout(path, hits, *, Z: float, domZ: float | None = None, queries=None, inc_by_E: bool = True,
@@ -160,39 +135,8 @@ def write_domtblout(path, hits, *, Z: float, domZ: float | None = None, queries=
     hits.  The ``#``/``of`` columns count the hit's reported domains; tlen and qlen are the
     alignment's L and M.
     """
-    _check_space(Z, "Z")
-    if domZ is not None:
-        _check_space(domZ, "domZ")
-    per_query = _by_query(hits, queries, inc_by_E)
-    tnamew, taccw, qnamew, qaccw = _table_widths(*(per_query[0] if per_query else (QueryInfo(""), [])))
-    lines = [
-        "#%*s %22s %40s %11s %11s %11s" % (tnamew + qnamew - 1 + 15 + taccw + qaccw, "", "--- full sequence ---",
-                                           "-------------- this domain -------------", "hmm coord", "ali coord",
-                                           "env coord"),
-        "#%-*s %-*s %5s %-*s %-*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s %s" % (
-            tnamew - 1, " target name", taccw, "accession", "tlen", qnamew, "query name", qaccw, "accession", "qlen",
-            "E-value", "score", "bias", "#", "of", "c-Evalue", "i-Evalue", "score", "bias", "from", "to", "from", "to",
-            "from", "to", "acc", "description of target"),
-        "#%*s %*s %5s %*s %*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s %s" % (
-            tnamew - 1, "-------------------", taccw, "----------", "-----", qnamew, "--------------------", qaccw,
-            "----------", "-----", "---------", "------", "-----", "---", "---", "---------", "---------", "------",
-            "-----", "-----", "-----", "-----", "-----", "-----", "-----", "----", "---------------------"),
-    ]
-    row = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d "
-           "%4.2f %s")
-    for q, qhits in per_query:
-        tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
-        qdomZ = _query_domZ(qhits, domZ)
-        for h in qhits:
-            doms = [d for d in h.domains if d.reported] if h.reported else []
-            for nd, d in enumerate(doms, 1):
-                a = d.alignment
-                lines.append(row % (
-                    tnamew, h.target_name, taccw, h.target_acc or "-", a.L, qnamew, q.name, qaccw, q.accession or "-",
-                    a.M, math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), nd, len(doms), math.exp(d.lnP) * qdomZ,
-                    math.exp(d.lnP) * Z, d.score, d.bias, a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, d.env_from,
-                    d.env_to, d.acc, h.target_desc or "-"))
-    _write_lines(path, lines + _tail(query_file, target_file, command))
+    _write_stream(path, "domtblout", hits, queries, inc_by_E, Z=Z, domZ=domZ, query_file=query_file,
+                  target_file=target_file, command=command)
 
 
 def write_alignments(path, hits, *, Z: float, domZ: float | None = None, queries=None, inc_by_E: bool = True,
@@ -205,39 +149,179 @@ def write_alignments(path, hits, *, Z: float, domZ: float | None = None, queries
     counts are the whole search's, in its summary) and ``//``, so HMMER text parsers (Biopython's
     ``hmmer3-text``, pfam_scan's ``HMMResultsIO``) read the file.  The banner names hmmcascade.
     """
-    _check_space(Z, "Z")
-    if domZ is not None:
-        _check_space(domZ, "domZ")
-    rule = "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"
-    lines = [
+    _write_stream(path, "alignments", hits, queries, inc_by_E, Z=Z, domZ=domZ, textw=textw, query_file=query_file,
+                  target_file=target_file)
+
+
+def _write_stream(path, kind, hits, queries, inc_by_E, **kw) -> None:
+    stream = TableStream(kind, **kw)  # (checks its arguments before anything is written)
+    per_query = per_query_hits(hits, queries, inc_by_E)
+    with open_output(path) as fh:
+        stream.start(fh)
+        stream.add(per_query)
+        stream.close()
+
+
+class TableStream:
+    """One of HMMER's outputs (``kind``: ``tblout``, ``domtblout`` or ``alignments``), written query
+    by query as the queries come, in model order: what :func:`write_tblout`, :func:`write_domtblout`
+    and :func:`write_alignments` write at once, and the streaming merge block by block.
+
+    :meth:`start` takes the text file to write; :meth:`add` a list of (:class:`QueryInfo`, that
+    query's hits in HMMER's order), the next queries; :meth:`close` writes the tail.  The table
+    header takes the widths of the first query added, as HMMER's does.
+    """
+
+    def __init__(self, kind: str, *, Z: float, domZ: float | None = None, textw: int = 120,
+                 query_file: str | None = None, target_file: str | None = None, command: str = ""):
+        if kind not in ("tblout", "domtblout", "alignments"):
+            raise ValueError(f"TableStream: unknown kind {kind!r}")
+        _check_space(Z, "Z")
+        if domZ is not None:
+            _check_space(domZ, "domZ")
+        self.kind, self.Z, self.domZ, self.textw = kind, Z, domZ, textw
+        self.query_file, self.target_file, self.command = query_file, target_file, command
+        self.fh = None
+        self._started = False
+
+    def start(self, fh) -> None:
+        self.fh = fh
+        if self.kind == "alignments":
+            self._write(_alignments_head(self.query_file, self.target_file))
+            self._started = True
+
+    def add(self, per_query) -> None:
+        lines: list[str] = []
+        for q, qhits in per_query:
+            if not self._started:
+                lines += (_tblout_head if self.kind == "tblout" else _domtblout_head)(q, qhits)
+                self._started = True
+            if self.kind == "tblout":
+                lines += _tblout_rows(q, qhits, self.Z)
+            elif self.kind == "domtblout":
+                lines += _domtblout_rows(q, qhits, self.Z, self.domZ)
+            else:
+                lines += _alignments_query(q, qhits, self.Z, self.domZ, self.textw)
+        self._write(lines)
+
+    def close(self) -> None:
+        if self.kind == "alignments":
+            self._write(["[ok]"])
+            return
+        if not self._started:
+            self._write((_tblout_head if self.kind == "tblout" else _domtblout_head)(QueryInfo(""), []))
+        self._write(_tail(self.query_file, self.target_file, self.command))
+
+    def _write(self, lines: list[str]) -> None:
+        if lines:
+            self.fh.write("\n".join(lines) + "\n")
+
+
+def _tblout_head(q: QueryInfo, qhits) -> list[str]:
+    tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+    return [
+        "#%*s %22s %22s %33s" % (tnamew + qnamew + taccw + qaccw + 2, "", "--- full sequence ----",
+                                 "--- best 1 domain ----", "--- domain number estimation ----"),
+        "#%-*s %-*s %-*s %-*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s" % (
+            tnamew - 1, " target name", taccw, "accession", qnamew, "query name", qaccw, "accession", "  E-value",
+            " score", " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom", "rep", "inc",
+            "description of target"),
+        "#%*s %*s %*s %*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s" % (
+            tnamew - 1, "-------------------", taccw, "----------", qnamew, "--------------------", qaccw,
+            "----------", "---------", "------", "-----", "---------", "------", "-----", "---", "---", "---", "---",
+            "---", "---", "---", "---", "---------------------"),
+    ]
+
+
+_TBL_ROW = "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d %3d %s"
+
+
+def _tblout_rows(q: QueryInfo, qhits, Z: float) -> list[str]:
+    tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+    out = []
+    for h in qhits:
+        if h.reported:
+            best = h.domains[h.best_domain]
+            out.append(_TBL_ROW % (
+                tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, q.name, qaccw, q.accession or "-",
+                math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), math.exp(best.lnP) * Z, best.score, best.bias,
+                h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, h.ndom, h.nreported,
+                h.nincluded, h.target_desc or "-"))
+    return out
+
+
+def _domtblout_head(q: QueryInfo, qhits) -> list[str]:
+    tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+    return [
+        "#%*s %22s %40s %11s %11s %11s" % (tnamew + qnamew - 1 + 15 + taccw + qaccw, "", "--- full sequence ---",
+                                           "-------------- this domain -------------", "hmm coord", "ali coord",
+                                           "env coord"),
+        "#%-*s %-*s %5s %-*s %-*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s %s" % (
+            tnamew - 1, " target name", taccw, "accession", "tlen", qnamew, "query name", qaccw, "accession", "qlen",
+            "E-value", "score", "bias", "#", "of", "c-Evalue", "i-Evalue", "score", "bias", "from", "to", "from", "to",
+            "from", "to", "acc", "description of target"),
+        "#%*s %*s %5s %*s %*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s %s" % (
+            tnamew - 1, "-------------------", taccw, "----------", "-----", qnamew, "--------------------", qaccw,
+            "----------", "-----", "---------", "------", "-----", "---", "---", "---------", "---------", "------",
+            "-----", "-----", "-----", "-----", "-----", "-----", "-----", "----", "---------------------"),
+    ]
+
+
+_DOM_ROW = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d "
+            "%4.2f %s")
+
+
+def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None) -> list[str]:
+    tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+    qdomZ = _query_domZ(qhits, domZ)
+    out = []
+    for h in qhits:
+        doms = [d for d in h.domains if d.reported] if h.reported else []
+        for nd, d in enumerate(doms, 1):
+            a = d.alignment
+            out.append(_DOM_ROW % (
+                tnamew, h.target_name, taccw, h.target_acc or "-", a.L, qnamew, q.name, qaccw, q.accession or "-",
+                a.M, math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), nd, len(doms), math.exp(d.lnP) * qdomZ,
+                math.exp(d.lnP) * Z, d.score, d.bias, a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, d.env_from,
+                d.env_to, d.acc, h.target_desc or "-"))
+    return out
+
+
+_RULE = "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"
+
+
+def _alignments_head(query_file, target_file) -> list[str]:
+    return [
         "# hmmcascade hmmsearch :: search profile(s) against a sequence database",
         f"# hmmcascade {__version__}; HMMER 3.4 hmmsearch output format",
-        rule,
+        _RULE,
         f"# query HMM file:                  {query_file or '[none]'}",
         f"# target sequence database:        {target_file or '[none]'}",
-        rule,
+        _RULE,
         "",
     ]
-    for q, qhits in _by_query(hits, queries, inc_by_E):
-        lines.append(f"Query:       {q.name}  [M={q.length}]")
-        if q.accession:
-            lines.append(f"Accession:   {q.accession}")
-        if q.description:
-            lines.append(f"Description: {q.description}")
-        reported = [h for h in qhits if h.reported]
-        qdomZ = _query_domZ(qhits, domZ)
-        lines += _targets_text(qhits, reported, Z, textw) + ["", ""]
-        lines += _domains_text(q, reported, Z, qdomZ, textw) + ["", ""]
-        lines += [
-            "Internal pipeline statistics summary:",
-            "-------------------------------------",
-            "Query model(s):              %15d  (%d nodes)" % (1, q.length),
-            "Initial search space (Z):    %15.0f  [as given to hmmcascade]" % Z,
-            "Domain search space  (domZ): %15.0f  %s" % (qdomZ, "[number of targets reported over threshold]"
-                                                           if domZ is None else "[as given to hmmcascade]"),
-            "//",
-        ]
-    _write_lines(path, lines + ["[ok]"])
+
+
+def _alignments_query(q: QueryInfo, qhits, Z: float, domZ: float | None, textw: int) -> list[str]:
+    lines = [f"Query:       {q.name}  [M={q.length}]"]
+    if q.accession:
+        lines.append(f"Accession:   {q.accession}")
+    if q.description:
+        lines.append(f"Description: {q.description}")
+    reported = [h for h in qhits if h.reported]
+    qdomZ = _query_domZ(qhits, domZ)
+    lines += _targets_text(qhits, reported, Z, textw) + ["", ""]
+    lines += _domains_text(q, reported, Z, qdomZ, textw) + ["", ""]
+    lines += [
+        "Internal pipeline statistics summary:",
+        "-------------------------------------",
+        "Query model(s):              %15d  (%d nodes)" % (1, q.length),
+        "Initial search space (Z):    %15.0f  [as given to hmmcascade]" % Z,
+        "Domain search space  (domZ): %15.0f  %s" % (qdomZ, "[number of targets reported over threshold]"
+                                                       if domZ is None else "[as given to hmmcascade]"),
+        "//",
+    ]
+    return lines
 
 
 def _targets_text(qhits, reported, Z, textw) -> list[str]:
@@ -344,8 +428,10 @@ def alignment_lines(ali: Alignment, hmm_name: str, seq_name: str, *, textw: int 
     return out
 
 
-def _by_query(hits, queries, inc_by_E):
-    """(QueryInfo, that query's hits in HMMER's order) per query, in model order; hits checked first."""
+def per_query_hits(hits, queries, inc_by_E, first: int = 0):
+    """(QueryInfo, that query's hits in HMMER's order) per query, in model order; hits checked first.
+
+    ``queries``: the models numbered ``first``, ``first + 1``, ... (a block of a whole search's)."""
     groups: dict[int, list[Hit]] = {}
     for i, h in enumerate(hits):
         if not isinstance(h, Hit):
@@ -359,7 +445,7 @@ def _by_query(hits, queries, inc_by_E):
         queries = {m: QueryInfo(groups[m][0].model_name, groups[m][0].model_acc, "", groups[m][0].model_length)
                    for m in models}
     else:
-        queries = dict(enumerate(queries))
+        queries = dict(enumerate(queries, first))
         models = sorted(queries)
         for m, group in groups.items():
             if m not in queries or queries[m].name != group[0].model_name:
@@ -414,10 +500,6 @@ def _tail(query_file, target_file, command) -> list[str]:
         f"# Date:            {time.ctime()}",
         "# [ok]",
     ]
-
-
-def _write_lines(path, lines: list[str]) -> None:
-    write_text(path, "\n".join(lines) + "\n")
 
 
 def write_json(path, obj) -> None:

@@ -302,7 +302,8 @@ def hit_from_dict(d: dict) -> Hit:
 
 
 def save_hits(path, hits: list[Hit], meta: dict | None = None) -> None:
-    """Write hits (with domains) as gzipped JSON (through :func:`~hmmcascade.outfiles.open_output`)."""
+    """Write hits (with domains) as gzipped JSON (through :func:`~hmmcascade.outfiles.open_output`);
+    :func:`hmmcascade.columnar.write_hit_file` writes them as a Parquet hit file."""
     import gzip
     import io
     import json
@@ -316,7 +317,8 @@ def save_hits(path, hits: list[Hit], meta: dict | None = None) -> None:
 
 
 def load_hits(path) -> tuple[list[Hit], dict]:
-    """Read a file written by :func:`save_hits`; returns (hits, meta).
+    """Read a file written by :func:`save_hits`; returns (hits, meta).  (Either format, told by its
+    content: :func:`hmmcascade.merge.open_hit_source`.)
 
     Raises:
         ValueError: one line naming the file when it is missing, truncated, or not a hits file.

@@ -77,7 +77,7 @@ BATCHES = [f"{b:03d}" for b in range(N_SEQUENCE_SHARDS)]
 MODEL_SHARDS = [str(k) for k in range(1, N_MODEL_SHARDS + 1)]
 
 
-#: a search job's files: results/search/batch{batch}{SHARD}.hits.json.gz and .stats.json, with
+#: a search job's files: results/search/batch{batch}{SHARD}.hits.parquet and .stats.json, with
 #: SHARD ".m{shard}" where the models are sharded (else the names of an unsharded run)
 SHARD = ".m{shard}" if N_MODEL_SHARDS > 1 else ""
 

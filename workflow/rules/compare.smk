@@ -9,7 +9,7 @@ rule compare:
     input:
         hmms=get_hmms(),
         seqs=get_sequences(),
-        hits="results/hits.json.gz",
+        hits="results/hits.parquet",
         meta="results/prepared/sequences.json",
         stats="results/stats.json",
     output:

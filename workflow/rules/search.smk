@@ -16,7 +16,7 @@ rule search_batch:
         batch="results/prepared/batch{batch}.npz",
         meta="results/prepared/sequences.json",
     output:
-        hits="results/search/batch{batch}" + SHARD + ".hits.json.gz",
+        hits="results/search/batch{batch}" + SHARD + ".hits.parquet",
         stats="results/search/batch{batch}" + SHARD + ".stats.json",
     params:
         py=PY,
@@ -45,7 +45,7 @@ rule search_batch:
 
 rule merge_hits:
     input:
-        hits=expand("results/search/batch{batch}" + SHARD + ".hits.json.gz", batch=BATCHES, shard=MODEL_SHARDS),
+        hits=expand("results/search/batch{batch}" + SHARD + ".hits.parquet", batch=BATCHES, shard=MODEL_SHARDS),
         stats=expand("results/search/batch{batch}" + SHARD + ".stats.json", batch=BATCHES, shard=MODEL_SHARDS),
         meta="results/prepared/sequences.json",
         models="results/prepared/models.hmmc",
@@ -59,7 +59,7 @@ rule merge_hits:
         gff3="results/hmmcascade.gff3",
         ipr="results/hmmcascade.interproscan.tsv",
         proteins="results/hmmcascade.proteins.tsv",
-        hits="results/hits.json.gz",
+        hits="results/hits.parquet",
         stats="results/stats.json",
     params:
         py=PY,

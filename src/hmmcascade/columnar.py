@@ -1,0 +1,334 @@
+"""Hit files in Apache Parquet: every hit, its domains and their alignments, columnar.
+
+A search job writes its hits here (``hmmcascade search --hits FILE.parquet``) and the merge
+reads them back a block of models at a time (:mod:`hmmcascade.merge`), so no process holds
+the whole search's hits at once.
+
+Layout (format ``hmmcascade-hits/2``):
+
+* one row per hit, the fields of :class:`~hmmcascade.results.Hit`, and a ``domains`` column:
+  a list of structs, the fields of :class:`~hmmcascade.results.Domain` and of its
+  :class:`~hmmcascade.results.Alignment` (text lines as strings; ``rf_line``/``cs_line`` null
+  where the model has none);
+* rows sorted by model, then target; row groups of at most :data:`ROW_GROUP_HITS` hits, so
+  that the column statistics (min, max of ``model``) say which row groups hold a model;
+* the file's key-value metadata ``hmmcascade``: JSON ``{"format": ..., "meta": {...}}``
+  (the search's Z, model and target counts).
+
+Floating-point fields are stored as float64, the Python floats of the records, so a hit
+read back is equal to the hit written (tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from .results import LINE_FIELDS, Alignment, Domain, Hit
+
+__all__ = ["FORMAT", "ROW_GROUP_HITS", "HitFile", "HitFileWriter", "write_hit_file", "is_hit_file"]
+
+FORMAT = "hmmcascade-hits/2"
+#: hits per row group (a merge reads whole row groups; their size bounds what one read holds)
+ROW_GROUP_HITS = 8192
+_META_KEY = b"hmmcascade"
+
+_HIT_FIELDS = [f for f in Hit.__dataclass_fields__ if f != "domains"]
+_DOM_FIELDS = [f for f in Domain.__dataclass_fields__ if f != "alignment"]
+_ALI_FIELDS = list(Alignment.__dataclass_fields__)
+_INT = ("model", "target", "model_length", "target_length", "nregions", "nclustered", "noverlaps", "nenvelopes",
+        "best_domain", "env_from", "env_to", "hmm_from", "hmm_to", "ali_from", "ali_to", "M", "L")
+_BOOL = ("reported", "included")
+_STR = ("model_name", "model_acc", "target_name", "target_acc", "target_desc", "model_line", "match_line",
+        "target_line", "pp_line", "rf_line", "cs_line")
+
+
+def _pa():
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa, pq
+
+
+def _type(pa, name: str):
+    if name in _INT:
+        return pa.int64()
+    if name in _BOOL:
+        return pa.bool_()
+    if name in _STR:
+        return pa.string()
+    return pa.float64()
+
+
+def schema(meta: dict | None = None):
+    """The Arrow schema of a hit file, with ``meta`` in its metadata."""
+    pa, _ = _pa()
+    dom = pa.struct([pa.field(n, _type(pa, n), nullable=n in ("rf_line", "cs_line"))
+                     for n in _DOM_FIELDS + _ALI_FIELDS])
+    fields = [pa.field(n, _type(pa, n), nullable=False) for n in _HIT_FIELDS]
+    fields.append(pa.field("domains", pa.list_(pa.field("item", dom, nullable=False)), nullable=False))
+    return pa.schema(fields, metadata={_META_KEY: json.dumps({"format": FORMAT, "meta": meta or {}})})
+
+
+def _table(hits: list[Hit], sch):
+    """The rows of ``hits`` as an Arrow table of schema ``sch``."""
+    pa, _ = _pa()
+    cols = [pa.array([getattr(h, n) for h in hits], type=sch.field(n).type) for n in _HIT_FIELDS]
+    dom_lists = [h.domains for h in hits]
+    offsets = np.zeros(len(hits) + 1, dtype=np.int32)
+    np.cumsum([len(d) for d in dom_lists], out=offsets[1:])
+    doms = [d for ds in dom_lists for d in ds]
+    alis = [d.alignment for d in doms]
+    struct_type = sch.field("domains").type.value_type
+    children = [pa.array([getattr(d, n) for d in doms], type=struct_type.field(n).type) for n in _DOM_FIELDS]
+    lines = _arrow_lines(alis)
+    children += [lines[n] if lines is not None and n in lines else
+                 pa.array([getattr(a, n) for a in alis], type=struct_type.field(n).type) for n in _ALI_FIELDS]
+    struct = pa.StructArray.from_arrays(children, fields=list(struct_type))
+    cols.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
+    return pa.Table.from_arrays(cols, schema=sch)
+
+
+def _arrow_lines(alis) -> dict | None:
+    """The text lines of alignments read from hit files (:class:`_ArrowLines`), taken from their Arrow
+    arrays without making Python strings; None when any alignment was made otherwise."""
+    pa, _ = _pa()
+    runs: list[tuple[_ArrowLines, list[int]]] = []
+    for a in alis:
+        src = getattr(a, "_lines", None)
+        if not isinstance(src, _ArrowLines):
+            return None
+        if runs and runs[-1][0] is src:
+            runs[-1][1].append(a._index)
+        else:
+            runs.append((src, [a._index]))
+    if not runs:
+        return None
+    return {n: pa.concat_arrays([src.arrays[j].take(pa.array(ix, type=pa.int64())) for src, ix in runs])
+            for j, n in enumerate(LINE_FIELDS)}
+
+
+class HitFileWriter:
+    """Writes hits to a Parquet hit file in row groups as they are added.
+
+    ``fh``: a binary file object (from :func:`~hmmcascade.outfiles.open_output`) or a path.
+    Hits must come in (model, target) order over all calls to :meth:`add` (checked), as the
+    merge's reads by model rely on it.
+    """
+
+    def __init__(self, fh, meta: dict | None = None):
+        _, pq = _pa()
+        self.schema = schema(meta)
+        self._writer = pq.ParquetWriter(fh, self.schema, compression="zstd")
+        self._last = (-1, -1)
+        self.rows = 0
+
+    def add(self, hits: list[Hit]) -> None:
+        if not hits:
+            return
+        keys = np.array([(h.model, h.target) for h in hits], dtype=np.int64).reshape(-1, 2)
+        first = tuple(keys[0].tolist())
+        ordered = np.all((keys[1:, 0] > keys[:-1, 0]) | ((keys[1:, 0] == keys[:-1, 0]) & (keys[1:, 1] > keys[:-1, 1])))
+        if not ordered or first <= self._last:
+            raise ValueError("hit file rows must come in (model, target) order")
+        self._last = tuple(keys[-1].tolist())
+        for s in range(0, len(hits), ROW_GROUP_HITS):
+            self._writer.write_table(_table(hits[s: s + ROW_GROUP_HITS], self.schema), row_group_size=ROW_GROUP_HITS)
+        self.rows += len(hits)
+
+    def add_table(self, table) -> None:
+        """Rows already in a hit file's layout (:func:`thresholded_table`), in (model, target) order."""
+        if not table.num_rows:
+            return
+        model = table.column("model").to_numpy()
+        target = table.column("target").to_numpy()
+        ordered = np.all((model[1:] > model[:-1]) | ((model[1:] == model[:-1]) & (target[1:] > target[:-1])))
+        if not ordered or (int(model[0]), int(target[0])) <= self._last:
+            raise ValueError("hit file rows must come in (model, target) order")
+        self._last = (int(model[-1]), int(target[-1]))
+        self._writer.write_table(table.cast(self.schema), row_group_size=ROW_GROUP_HITS)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def thresholded_table(table, hits: list[Hit]):
+    """A hit file's rows (``table``) with the flags and E-values that thresholding set on ``hits``
+    (the same rows, read from it, in its order), sorted by (model, target): a merge's output rows
+    without making the alignments' text Python strings."""
+    pa, _ = _pa()
+    if table.num_rows != len(hits):
+        raise ValueError(f"thresholded_table: {table.num_rows} rows but {len(hits)} hits")
+    sch = table.schema
+    for name in ("reported", "included", "evalue"):
+        table = table.set_column(sch.get_field_index(name), sch.field(name),
+                                 pa.array([getattr(h, name) for h in hits], type=sch.field(name).type))
+    lists = table.column("domains").combine_chunks()
+    struct = lists.flatten()
+    doms = [d for h in hits for d in h.domains]
+    if len(doms) != len(struct):
+        raise ValueError(f"thresholded_table: {len(struct)} domain rows but {len(doms)} domains")
+    fields = list(struct.type)
+    children = [struct.field(f.name) for f in fields]
+    for name in ("reported", "included", "c_evalue", "i_evalue"):
+        j = struct.type.get_field_index(name)
+        children[j] = pa.array([getattr(d, name) for d in doms], type=fields[j].type)
+    offsets = lists.offsets.to_numpy()
+    new = pa.ListArray.from_arrays(pa.array(offsets - offsets[0], type=pa.int32()),
+                                   pa.StructArray.from_arrays(children, fields=fields), type=lists.type)
+    table = table.set_column(sch.get_field_index("domains"), sch.field("domains"), new)
+    order = np.lexsort((table.column("target").to_numpy(), table.column("model").to_numpy()))
+    return table.take(pa.array(order))
+
+
+def write_hit_file(path, hits: list[Hit], meta: dict | None = None) -> None:
+    """All of ``hits`` (any order) as a Parquet hit file at ``path`` (atomically, through
+    :func:`~hmmcascade.outfiles.open_output`)."""
+    from .outfiles import open_output
+
+    order = sorted(range(len(hits)), key=lambda i: (hits[i].model, hits[i].target))
+    with open_output(path, "wb") as fh:
+        writer = HitFileWriter(fh, meta)
+        writer.add([hits[i] for i in order])
+        writer.close()
+
+
+def is_hit_file(path) -> bool:
+    """Whether ``path`` starts as a Parquet file does (``PAR1``)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+class HitFile:
+    """A Parquet hit file, read a range of models at a time.
+
+    Raises:
+        ValueError: one line naming the file when it is missing, cut short or not a hit file.
+    """
+
+    def __init__(self, path):
+        pa, pq = _pa()
+        self.path = os.fspath(path)
+        try:
+            self._file = pq.ParquetFile(self.path)
+        except FileNotFoundError:
+            raise ValueError(f"{self.path}: hits file not found") from None
+        except (OSError, pa.ArrowException) as exc:
+            raise ValueError(f"{self.path}: not an hmmcascade hits file ({' '.join(str(exc).split())})") from None
+        md = self._file.schema_arrow.metadata or {}
+        try:
+            head = json.loads(md[_META_KEY])
+        except (KeyError, ValueError):
+            raise ValueError(f"{self.path}: not an hmmcascade hits file (no hmmcascade metadata)") from None
+        if head.get("format") != FORMAT:
+            raise ValueError(f"{self.path}: not an hmmcascade hits file (format {head.get('format')!r}, "
+                             f"expected {FORMAT})")
+        if not self._file.schema_arrow.equals(schema(), check_metadata=False):
+            raise ValueError(f"{self.path}: not a complete hmmcascade hits file (its columns differ from {FORMAT})")
+        self.meta = head.get("meta", {})
+        meta = self._file.metadata
+        col = self._file.schema_arrow.get_field_index("model")
+        self._ranges = []  # per row group: (first model, last model, rows)
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            st = rg.column(col).statistics
+            if rg.num_rows and (st is None or not st.has_min_max):
+                raise ValueError(f"{self.path}: not a complete hmmcascade hits file (row group {g} has no statistics)")
+            self._ranges.append((st.min, st.max, rg.num_rows) if rg.num_rows else (0, -1, 0))
+
+    @property
+    def rows(self) -> int:
+        return sum(r for _, _, r in self._ranges)
+
+    @property
+    def last_model(self) -> int:
+        """The highest model number with a hit, -1 when the file has none."""
+        return max([hi for _, hi, n in self._ranges if n] + [-1])
+
+    def model_counts(self, n_models: int) -> np.ndarray:
+        """Hits per model (length ``n_models``), read a row group at a time (the model column only)."""
+        counts = np.zeros(n_models, dtype=np.int64)
+        for g, (_, _, n) in enumerate(self._ranges):
+            if n:
+                model = self._read(g, ["model"]).column(0).to_numpy()
+                counts += np.bincount(model, minlength=n_models)[:n_models]
+        return counts
+
+    def _read(self, g: int, columns=None):
+        pa, _ = _pa()
+        try:
+            return self._file.read_row_group(g, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise ValueError(f"{self.path}: not a complete hmmcascade hits file "
+                             f"({' '.join(str(exc).split())})") from None
+
+    def read_tables(self, lo: int, hi: int) -> list:
+        """The rows of models ``lo <= model < hi`` as Arrow tables (one per row group read), in file order."""
+        import pyarrow.compute as pc
+
+        out = []
+        for g, (a, b, n) in enumerate(self._ranges):
+            if n and a < hi and b >= lo:
+                table = self._read(g)
+                if a < lo or b >= hi:
+                    m = table.column("model")
+                    table = table.filter(pc.and_(pc.greater_equal(m, lo), pc.less(m, hi)))
+                out.append(table)
+        return out
+
+    def read_models(self, lo: int, hi: int) -> list[Hit]:
+        """The hits of models ``lo <= model < hi``, in file order."""
+        return [h for table in self.read_tables(lo, hi) for h in hits_from_table(table)]
+
+    def read_all(self) -> list[Hit]:
+        return self.read_models(0, self.last_model + 1)
+
+
+class _ArrowLines:
+    """The alignment lines of a table's domains, kept as Arrow strings until one is first read
+    (then all are made Python strings at once), for :meth:`Alignment.from_lines`."""
+
+    __slots__ = ("arrays", "_cols")
+
+    def __init__(self, struct):
+        self.arrays = [struct.field(n) for n in LINE_FIELDS]  #: in :data:`LINE_FIELDS` order
+        self._cols = None
+
+    def text(self, n: int, name: str):
+        if self._cols is None:
+            self._cols = dict(zip(LINE_FIELDS, (a.to_pylist() for a in self.arrays)))
+        return self._cols[name][n]
+
+
+_ALI_NUMBERS = [n for n in _ALI_FIELDS if n not in LINE_FIELDS]
+
+
+def hits_from_table(table) -> list[Hit]:
+    """:class:`Hit` objects (with domains and alignments) from rows of a hit file's table; the
+    alignments' text lines are made when first read."""
+    if table.num_rows == 0:
+        return []
+    cols = [table.column(n).to_pylist() for n in _HIT_FIELDS]
+    lists = table.column("domains").combine_chunks()
+    lengths = lists.value_lengths().to_numpy(zero_copy_only=False)
+    struct = lists.flatten()
+    lines = _ArrowLines(struct)
+    dcols = [struct.field(n).to_pylist() for n in _DOM_FIELDS]
+    acols = [struct.field(n).to_pylist() for n in _ALI_NUMBERS]  # hmm_from, hmm_to, ali_from, ali_to, M, L
+    from_lines = Alignment.from_lines
+    doms = [Domain(a, b, c, d, e, f, g, h, from_lines(lines, i, *ali), *rest)
+            for i, ((a, b, c, d, e, f, g, h, *rest), ali) in enumerate(zip(zip(*dcols), zip(*acols)))]
+    hits = []
+    k = 0
+    for values, nd in zip(zip(*cols), lengths.tolist()):
+        h = Hit(*values)
+        h.domains = doms[k: k + nd]
+        k += nd
+        hits.append(h)
+    return hits
