@@ -126,6 +126,27 @@ def test_streaming_merge_equals_the_in_memory_writers(tmp_path, default_search, 
     assert summary.reported == sum(h.reported for h in hits)
 
 
+@pytest.mark.parametrize("names", [("tblout",), ("pfamscan",), ("merged_hits",)])
+def test_merge_of_one_output_in_many_blocks(tmp_path, default_search, default_db, default_seqs, names):
+    """Any one output alone (the others not asked for), in many blocks: the same as with all outputs."""
+    hits = default_search.records
+    paths = [tmp_path / f"batch{b}.parquet" for b in range(2)]
+    for b, path in enumerate(paths):
+        write_hit_file(path, [h for h in hits if h.target % 2 == b], {"Z": Z})
+    families = _families(default_db)
+    (tmp_path / "ref").mkdir()
+    ref = _in_memory(tmp_path / "ref", hits, default_db, default_seqs, families)
+    outputs = {name: tmp_path / name for name in names}
+    summary = merge_hit_files(paths, Thresholds(Z=Z), Z, queries=query_infos(default_db), outputs=outputs,
+                              families=families, command="x", block_hits=5, part_rows=3)
+    assert summary.blocks > 5
+    for name in names:
+        if name == "merged_hits":
+            assert HitFile(outputs[name]).read_all() == sorted(hits, key=_key)
+        else:
+            assert _text(outputs[name]) == ref[name]
+
+
 # --- a million hit rows ------------------------------------------------------------------------------------
 
 def _copies(base, model_copies: int, target_copies: int, models: int, targets: int, files: int,

@@ -220,7 +220,6 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             stack.callback(shutil.rmtree, spool, ignore_errors=True)
 
         # step 1: blocks of models
-        rows = per_query = read = None
         for lo, hi in blocks:
             read = [src.read_tables(lo, hi) for src in sources]
             arrow = all(t is not None for t in read)
@@ -247,7 +246,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                         for h in sorted(hits, key=lambda h: h.model) if h.reported for d in h.domains if d.reported]
                 rows.sort(key=itemgetter(0))  # (stable: a protein's rows stay in model, then domain order)
                 runs.append(_write_run(spool, len(runs), rows))
-            del hits, rows, per_query, read  # (before the next block is read: one block in memory at a time)
+            hits = rows = per_query = read = None  # (before the next block is read: one block in memory at a time)
 
         # step 2: the runs merged by protein name (ties: earlier runs, lower models, first), a batch of
         # whole proteins at a time
