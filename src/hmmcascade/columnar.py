@@ -128,31 +128,42 @@ class HitFileWriter:
     def add(self, hits: list[Hit]) -> None:
         if not hits:
             return
-        keys = np.array([(h.model, h.target) for h in hits], dtype=np.int64).reshape(-1, 2)
-        first = tuple(keys[0].tolist())
-        ordered = np.all((keys[1:, 0] > keys[:-1, 0]) | ((keys[1:, 0] == keys[:-1, 0]) & (keys[1:, 1] > keys[:-1, 1])))
-        if not ordered or first <= self._last:
-            raise ValueError("hit file rows must come in (model, target) order")
-        self._last = tuple(keys[-1].tolist())
+        self._check_order(np.array([h.model for h in hits], dtype=np.int64),
+                          np.array([h.target for h in hits], dtype=np.int64))
         for s in range(0, len(hits), ROW_GROUP_HITS):
             self._writer.write_table(_table(hits[s: s + ROW_GROUP_HITS], self.schema), row_group_size=ROW_GROUP_HITS)
         self.rows += len(hits)
+
+    def _check_order(self, model: np.ndarray, target: np.ndarray) -> None:
+        """Rows must come in (model, target) order; a target number may repeat within a model, as the
+        targets of different batches are numbered from 0 in each."""
+        ordered = np.all((model[1:] > model[:-1]) | ((model[1:] == model[:-1]) & (target[1:] >= target[:-1])))
+        if not ordered or (int(model[0]), int(target[0])) < self._last:
+            raise ValueError("hit file rows must come in (model, target) order")
+        self._last = (int(model[-1]), int(target[-1]))
 
     def add_table(self, table) -> None:
         """Rows already in a hit file's layout (:func:`thresholded_table`), in (model, target) order."""
         if not table.num_rows:
             return
-        model = table.column("model").to_numpy()
-        target = table.column("target").to_numpy()
-        ordered = np.all((model[1:] > model[:-1]) | ((model[1:] == model[:-1]) & (target[1:] > target[:-1])))
-        if not ordered or (int(model[0]), int(target[0])) <= self._last:
-            raise ValueError("hit file rows must come in (model, target) order")
-        self._last = (int(model[-1]), int(target[-1]))
+        self._check_order(table.column("model").to_numpy(), table.column("target").to_numpy())
         self._writer.write_table(table.cast(self.schema), row_group_size=ROW_GROUP_HITS)
         self.rows += table.num_rows
 
     def close(self) -> None:
-        self._writer.close()
+        """Write the file's footer (once; later calls do nothing)."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
+
+    def abandon(self) -> None:
+        """Forget the file without writing more to it (its content is being dropped after an error)."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            try:
+                writer.close()
+            except (OSError, ValueError):
+                pass
 
 
 def thresholded_table(table, hits: list[Hit]):

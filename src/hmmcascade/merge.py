@@ -214,6 +214,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
         merged = None
         if outputs.get("merged_hits"):
             merged = HitFileWriter(stack.enter_context(open_output(outputs["merged_hits"], "wb")), {"Z": Z})
+            stack.callback(merged.abandon)  # (on an error, before its file is dropped; after close(), nothing)
         runs: list[str] = []
         if annotations:
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
