@@ -93,9 +93,9 @@ def _text(path) -> list[str]:
             if not line.startswith(("# Date:", "# Current dir:"))]
 
 
-@pytest.mark.parametrize("block_hits, part_rows", [(7, 5), (10**9, 10**9)])
+@pytest.mark.parametrize("block_hits, part_rows, workers", [(7, 5, 1), (10**9, 10**9, 1), (7, 5, 2)])
 def test_streaming_merge_equals_the_in_memory_writers(tmp_path, default_search, default_db, default_seqs,
-                                                      block_hits, part_rows):
+                                                      block_hits, part_rows, workers):
     """Three batches of targets x two model shards, merged in many blocks of models and batches of proteins (or one of each):
     every output equal, line for line, to the in-memory writers' on all hits."""
     hits = default_search.records
@@ -120,7 +120,7 @@ def test_streaming_merge_equals_the_in_memory_writers(tmp_path, default_search, 
     outputs["merged_hits"] = out / "hits.parquet"
     summary = merge_hit_files(paths, Thresholds(Z=Z), Z, queries=queries, outputs=outputs, families=families,
                               md5s=sequence_md5s(default_seqs), descriptions={q.name: q.description for q in queries},
-                              command="x", block_hits=block_hits, part_rows=part_rows)
+                              command="x", block_hits=block_hits, part_rows=part_rows, workers=workers)
     if block_hits < 100:
         assert summary.blocks > 5 and summary.runs == summary.blocks
     for name in names:

@@ -363,7 +363,8 @@ def cmd_merge(args) -> int:
             raise ValueError(f"{paths['merged_hits']}: --merged-hits writes a Parquet hit file; name it *.parquet")
         summary = merge_hit_files(args.hits, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
                                   descriptions={q.name: q.description for q in queries} if queries else None,
-                                  command=command)
+                                  command=command,
+                                  workers=max(1, len(os.sched_getaffinity(0)) if args.cpu is None else args.cpu))
         if args.stats:
             try:
                 total = StageStats.combine_batches(batches).as_dict() if batches else {}
@@ -487,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--merged-hits", help="write the merged, thresholded hit records here (a Parquet hit file, *.parquet)")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])
+    s.add_argument("--cpu", type=int, default=None, metavar="N",
+                   help="processes formatting blocks of models (default: the CPUs this process may use; 0 or 1: none)")
     s.add_argument("--seqs", nargs="*", default=[], help="the searched sequences (FASTA or prepared batches): "
                                                           "their MD5s for --ipr-tsv")
     _add_outputs(s)

@@ -167,9 +167,127 @@ def _annotate(hits: list[Hit], families, streams: dict) -> None:
             stream.add(rows)
 
 
+@dataclass
+class _BlockJob:
+    """What every block of a merge needs (sent to the worker processes)."""
+
+    th: object
+    Z: float
+    inc_by_E: bool
+    tables: dict  #: kind -> TableStream arguments
+    merged: bool
+    annotations: bool
+    spool: str | None
+
+
+@dataclass
+class _BlockResult:
+    texts: dict  #: kind -> the block's text
+    table: object = None  #: the merged hit file's rows (Arrow), or None
+    hits: list | None = None  #: ... or the hits (sources without Arrow rows)
+    run: str | None = None  #: the block's sorted run of annotation rows
+    reported: int = 0
+    reported_domains: int = 0
+
+
+def _stream_args(t) -> dict:
+    return dict(Z=t.Z, domZ=t.domZ, textw=t.textw, query_file=t.query_file, target_file=t.target_file,
+                command=t.command)
+
+
+def _block(job: _BlockJob, sources, n: int, lo: int, hi: int, queries) -> _BlockResult:
+    """Block ``n`` (models ``lo <= model < hi``; ``queries``: theirs or None): read, thresholded, formatted."""
+    from .output import TableStream, per_query_hits
+    from .reporting import threshold_hits
+
+    read = [src.read_tables(lo, hi) for src in sources]
+    arrow = all(t is not None for t in read)
+    if arrow:
+        read = [t for ts in read for t in ts]
+        hits = [h for t in read for h in hits_from_table(t)]
+    else:
+        hits = [h for src in sources for h in src.read_models(lo, hi)]
+    threshold_hits(hits, job.th, job.Z)
+    result = _BlockResult(texts={})
+    if job.tables:
+        per_query = per_query_hits(hits, queries, job.inc_by_E, first=lo)
+        for kind, kw in job.tables.items():
+            lines = TableStream(kind, **kw).lines(per_query, header=n == 0)
+            result.texts[kind] = "".join(line + "\n" for line in lines)
+    if job.merged and arrow and read:
+        import pyarrow as pa
+
+        result.table = thresholded_table(pa.concat_tables(read), hits)
+    elif job.merged:
+        result.hits = sorted(hits, key=lambda h: (h.model, h.target))
+    result.reported = sum(h.reported for h in hits)
+    result.reported_domains = sum(d.reported for h in hits if h.reported for d in h.domains)
+    if job.annotations:  # this block's rows, sorted by protein name: one run of the external sort
+        rows = [_annotation_row(h.target_name.encode("utf-8", "surrogateescape"), h, d)
+                for h in sorted(hits, key=lambda h: h.model) if h.reported for d in h.domains if d.reported]
+        rows.sort(key=itemgetter(0))  # (stable: a protein's rows stay in model, then domain order)
+        result.run = _write_run(job.spool, n, rows)
+    return result
+
+
+_WORKER_SOURCES: dict = {}
+
+
+def _block_in_worker(job: _BlockJob, paths: list, n: int, lo: int, hi: int, queries) -> bytes:
+    """:func:`_block` in a worker process (its hit files opened once per process); the result pickled,
+    with the merged rows as Arrow IPC."""
+    key = tuple(paths)
+    if key not in _WORKER_SOURCES:
+        _WORKER_SOURCES.clear()
+        _WORKER_SOURCES[key] = [open_hit_source(p) for p in paths]
+    result = _block(job, _WORKER_SOURCES[key], n, lo, hi, queries)
+    if result.table is not None:
+        import pyarrow as pa
+
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, result.table.schema) as writer:
+            writer.write_table(result.table)
+        result.table = sink.getvalue().to_pybytes()
+    return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _block_results(job: _BlockJob, sources, paths, blocks, queries, workers: int):
+    """Each block's :class:`_BlockResult`, in block order: made here, or by ``workers`` processes (at
+    most ``workers + 2`` blocks in flight: memory is that many blocks)."""
+    def qs(lo, hi):
+        return queries[lo:hi] if queries is not None else None
+
+    if workers <= 1 or len(blocks) <= 1 or not all(isinstance(s, HitFile) for s in sources):
+        for n, (lo, hi) in enumerate(blocks):
+            yield _block(job, sources, n, lo, hi, qs(lo, hi))
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    import pyarrow as pa
+
+    # spawned, not forked: the parent has Arrow's threads running
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque = deque()
+        todo = iter(enumerate(blocks))
+        for n, (lo, hi) in todo:
+            pending.append(pool.submit(_block_in_worker, job, list(map(str, paths)), n, lo, hi, qs(lo, hi)))
+            if len(pending) >= workers + 2:
+                break
+        while pending:
+            result = pickle.loads(pending.popleft().result())
+            for n, (lo, hi) in todo:
+                pending.append(pool.submit(_block_in_worker, job, list(map(str, paths)), n, lo, hi, qs(lo, hi)))
+                break
+            if isinstance(result.table, bytes):
+                result.table = pa.ipc.open_stream(result.table).read_all()
+            yield result
+
+
 def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str | None], families=None,
                     md5s=None, descriptions=None, query_file=None, target_file=None, command: str = "",
-                    block_hits: int = BLOCK_HITS, part_rows: int = PART_ROWS) -> MergeSummary:
+                    block_hits: int = BLOCK_HITS, part_rows: int = PART_ROWS, workers: int = 1) -> MergeSummary:
     """Merge hit files into the whole search's outputs (see the module's docs).
 
     Arguments:
@@ -183,11 +301,11 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             :func:`~hmmcascade.outfiles.open_output` (inside an OutputSet: all or none).
         families, md5s, descriptions: for the per-protein tables (as :mod:`hmmcascade.annotate`).
         query_file, target_file, command: for the tables' tails.
+        workers: processes making the blocks (step 1); the outputs are the same for any number.
     """
     from .annotate import AnnotationStream
     from .outfiles import open_output
-    from .output import TableStream, per_query_hits
-    from .reporting import threshold_hits
+    from .output import TableStream
 
     inc_by_E = th.cut is None and th.incT is None
     sources = [open_hit_source(p) for p in paths]
@@ -216,38 +334,27 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             merged = HitFileWriter(stack.enter_context(open_output(outputs["merged_hits"], "wb")), {"Z": Z})
             stack.callback(merged.abandon)  # (on an error, before its file is dropped; after close(), nothing)
         runs: list[str] = []
+        spool = None
         if annotations:
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
             stack.callback(shutil.rmtree, spool, ignore_errors=True)
 
-        # step 1: blocks of models
-        for lo, hi in blocks:
-            read = [src.read_tables(lo, hi) for src in sources]
-            arrow = all(t is not None for t in read)
-            if arrow:
-                read = [t for ts in read for t in ts]
-                hits = [h for t in read for h in hits_from_table(t)]
-            else:
-                hits = [h for src in sources for h in src.read_models(lo, hi)]
-            threshold_hits(hits, th, Z)
-            if tables:
-                per_query = per_query_hits(hits, queries[lo:hi] if queries is not None else None, inc_by_E, first=lo)
-                for stream in tables.values():
-                    stream.add(per_query)
-            if merged is not None and arrow and read:
-                import pyarrow as pa
-
-                merged.add_table(thresholded_table(pa.concat_tables(read), hits))
-            elif merged is not None:
-                merged.add(sorted(hits, key=lambda h: (h.model, h.target)))
-            summary.reported += sum(h.reported for h in hits)
-            summary.reported_domains += sum(d.reported for h in hits if h.reported for d in h.domains)
-            if annotations:  # this block's rows, sorted by protein name: one run of the external sort
-                rows = [_annotation_row(h.target_name.encode("utf-8", "surrogateescape"), h, d)
-                        for h in sorted(hits, key=lambda h: h.model) if h.reported for d in h.domains if d.reported]
-                rows.sort(key=itemgetter(0))  # (stable: a protein's rows stay in model, then domain order)
-                runs.append(_write_run(spool, len(runs), rows))
-            hits = rows = per_query = read = None  # (before the next block is read: one block in memory at a time)
+        # step 1: blocks of models (in worker processes when asked: each block's text, rows and run are
+        # made apart and written here in block order)
+        job = _BlockJob(th=th, Z=Z, inc_by_E=inc_by_E, tables={k: _stream_args(t) for k, t in tables.items()},
+                        merged=merged is not None, annotations=bool(annotations), spool=spool)
+        for result in _block_results(job, sources, paths, blocks, queries, workers):
+            for k, text in result.texts.items():
+                tables[k].add_text(text)
+            if merged is not None:
+                if result.table is not None:
+                    merged.add_table(result.table)
+                else:
+                    merged.add(result.hits)
+            if result.run is not None:
+                runs.append(result.run)
+            summary.reported += result.reported
+            summary.reported_domains += result.reported_domains
 
         # step 2: the runs merged by protein name (ties: earlier runs, lower models, first), a batch of
         # whole proteins at a time

@@ -191,18 +191,31 @@ class TableStream:
             self._started = True
 
     def add(self, per_query) -> None:
+        lines = self.lines(per_query, header=not self._started)
+        self._started = self._started or bool(lines)
+        self._write(lines)
+
+    def add_text(self, text: str) -> None:
+        """Text made by :meth:`lines` elsewhere (a merge's worker process), for the next queries."""
+        if text:
+            self.fh.write(text)
+            self._started = True
+
+    def lines(self, per_query, header: bool) -> list[str]:
+        """The lines of the next queries (with the table header before the first, if ``header``);
+        nothing is written."""
         lines: list[str] = []
         for q, qhits in per_query:
-            if not self._started:
+            if header and self.kind != "alignments":
                 lines += (_tblout_head if self.kind == "tblout" else _domtblout_head)(q, qhits)
-                self._started = True
+            header = False
             if self.kind == "tblout":
                 lines += _tblout_rows(q, qhits, self.Z)
             elif self.kind == "domtblout":
                 lines += _domtblout_rows(q, qhits, self.Z, self.domZ)
             else:
                 lines += _alignments_query(q, qhits, self.Z, self.domZ, self.textw)
-        self._write(lines)
+        return lines
 
     def close(self) -> None:
         if self.kind == "alignments":

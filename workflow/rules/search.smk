@@ -71,9 +71,12 @@ rule merge_hits:
         ENV
     log:
         "logs/merge_hits/merge.log",
+    # blocks of models formatted in parallel (Snakemake gives at most --cores)
+    threads: 16
     shell:
         "rm -f {params.stale:q} && {params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --merged-hits {output.hits:q}"
         " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
         " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q}"
         " --ipr-tsv {output.ipr:q} --protein-summary {output.proteins:q} --seqs {input.batches:q}"
-        " --stats {output.stats:q} --batch-stats {input.stats:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
+        " --stats {output.stats:q} --batch-stats {input.stats:q} --cpu {threads} {params.z:q} {params.thresholds:q}"
+        " 2> {log:q}"
