@@ -347,8 +347,7 @@ def cmd_merge(args) -> int:
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats"), inputs=inputs)
     families = _read_families(args)
     batches = [_read_json_file(path, "search --stats", "stats") for path in args.batch_stats]
-    for path in args.hits:  # (each file checked before any output is written)
-        open_hit_source(path)
+    sources = [open_hit_source(path) for path in args.hits]  # (each checked before any output is written)
     db = _load_models(args.models) if args.models else None
     queries = query_infos(db) if db is not None else None
     command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -361,7 +360,7 @@ def cmd_merge(args) -> int:
         paths = {name: getattr(args, name, None) for name in (*_TABLE_OPTIONS, "merged_hits")}
         if paths["merged_hits"] and not str(paths["merged_hits"]).endswith(".parquet"):
             raise ValueError(f"{paths['merged_hits']}: --merged-hits writes a Parquet hit file; name it *.parquet")
-        summary = merge_hit_files(args.hits, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
+        summary = merge_hit_files(sources, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
                                   descriptions={q.name: q.description for q in queries} if queries else None,
                                   command=command,
                                   workers=max(1, len(os.sched_getaffinity(0)) if args.cpu is None else args.cpu))

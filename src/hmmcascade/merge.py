@@ -291,7 +291,8 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     """Merge hit files into the whole search's outputs (see the module's docs).
 
     Arguments:
-        paths: the search jobs' hit files (Parquet, or JSON ``hmmcascade-hits/1``, read whole).
+        paths: the search jobs' hit files (Parquet, or JSON ``hmmcascade-hits/1``, read whole), or
+            those files already opened (:func:`open_hit_source`).
         th: the search's :class:`~hmmcascade.reporting.Thresholds` (``domZ`` None: per model).
         Z: the whole search's number of targets (or ``-Z``).
         queries: every model of the search (:func:`~hmmcascade.output.query_infos`), or None
@@ -308,7 +309,8 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     from .output import TableStream
 
     inc_by_E = th.cut is None and th.incT is None
-    sources = [open_hit_source(p) for p in paths]
+    sources = [p if isinstance(p, (HitFile, _MemorySource)) else open_hit_source(p) for p in paths]
+    paths = [src.path for src in sources]
     last = max([s.last_model for s in sources] + [-1])
     if queries is not None and last >= len(queries):
         raise ValueError(f"{sources[[s.last_model for s in sources].index(last)].path}: hits of model {last}, "
