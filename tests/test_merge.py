@@ -51,6 +51,28 @@ def test_hit_file_round_trip_and_reads_by_model(tmp_path, default_search):
     assert counts.sum() == len(hits) and counts[expected[0].model] > 0
 
 
+def test_hit_rows_from_the_batch_arrays_equal_those_from_the_records(default_search):
+    """A search's domains are written from its batches' arrays; the same hits with their domains
+    as lists of records (each field read from the objects) give the same Arrow rows."""
+    from hmmcascade.columnar import _domains_from_sources, _table, schema
+
+    hits = sorted(default_search.records, key=_key)
+    sch = schema()
+    struct_type = sch.field("domains").type.value_type
+    assert _domains_from_sources(hits, struct_type) is not None  # (the search's records take the fast path)
+    as_lists = [copy.copy(h) for h in hits]
+    for h in as_lists:
+        h.domains = list(h.domains)
+    assert _domains_from_sources(as_lists, struct_type) is None
+    fast, slow = _table(hits, sch), _table(as_lists, sch)
+    assert fast.num_rows == len(hits) and fast.equals(slow)
+    shuffled = hits[1::2] + hits[::2]  # runs of a batch's hits out of order
+    assert _table(shuffled, sch).equals(_table([as_lists[i] for i in [*range(1, len(hits), 2),
+                                                                        *range(0, len(hits), 2)]], sch))
+    struct = fast.column("domains").combine_chunks().flatten()
+    assert struct.field("model_line").null_count == 0 and len(struct) == sum(len(h.domains) for h in hits)
+
+
 def test_broken_hit_files_are_one_line_errors(tmp_path, default_search):
     good = tmp_path / "h.parquet"
     write_hit_file(good, default_search.records)

@@ -76,12 +76,17 @@ def _table(hits: list[Hit], sch):
     """The rows of ``hits`` as an Arrow table of schema ``sch``."""
     pa, _ = _pa()
     cols = [pa.array([getattr(h, n) for h in hits], type=sch.field(n).type) for n in _HIT_FIELDS]
+    struct_type = sch.field("domains").type.value_type
+    fast = _domains_from_sources(hits, struct_type)
+    if fast is not None:
+        offsets, struct = fast
+        cols.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
+        return pa.Table.from_arrays(cols, schema=sch)
     dom_lists = [h.domains for h in hits]
     offsets = np.zeros(len(hits) + 1, dtype=np.int32)
     np.cumsum([len(d) for d in dom_lists], out=offsets[1:])
     doms = [d for ds in dom_lists for d in ds]
     alis = [d.alignment for d in doms]
-    struct_type = sch.field("domains").type.value_type
     children = [pa.array([getattr(d, n) for d in doms], type=struct_type.field(n).type) for n in _DOM_FIELDS]
     lines = _arrow_lines(alis)
     children += [lines[n] if lines is not None and n in lines else
@@ -89,6 +94,106 @@ def _table(hits: list[Hit], sch):
     struct = pa.StructArray.from_arrays(children, fields=list(struct_type))
     cols.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
     return pa.Table.from_arrays(cols, schema=sch)
+
+
+#: the domain-definition arrays (``PairDomainsBatch.dom``) that hold these fields of Domain and Alignment
+_SOURCE_FIELDS = ("env_from", "env_to", "score", "bias", "lnP", "acc", "env_nats", "correction_nats", "hmm_from",
+                  "hmm_to", "ali_from", "ali_to", "M", "L")
+_FLAG_FIELDS = ("c_evalue", "i_evalue", "reported", "included")
+
+
+def _domains_from_sources(hits: list[Hit], struct_type):
+    """The ``domains`` column of ``hits`` (list offsets, struct array) taken straight from the
+    arrays of a search's batches (:class:`~hmmcascade.domaindef.records.DomainSource`: scores,
+    coordinates, flags, alignment text as bytes), making no Domain, Alignment or str objects; None
+    when any hit's domains are not such a batch's (then the records are read one by one).  The
+    values are those the records would hold (tested equal)."""
+    pa, _ = _pa()
+    sources: dict[int, tuple] = {}  # id -> (source, [hit position], [k])
+    for pos, h in enumerate(hits):
+        dl = h.domains
+        src = getattr(dl, "_source", None)
+        if src is None or not hasattr(src, "pds"):
+            return None
+        entry = sources.get(id(src))
+        if entry is None:
+            entry = sources[id(src)] = (src, [], [])
+        entry[1].append(pos)
+        entry[2].append(dl._k)
+    if not sources or any(src.pds.lines is None or any(n not in src.pds.dom for n in _SOURCE_FIELDS)
+                          for src, _, _ in sources.values()):
+        return None
+    from .domaindef.segments import segment_ranges, segment_starts
+
+    values: dict[str, list] = {n: [] for n in (*_SOURCE_FIELDS, *_FLAG_FIELDS)}
+    text: dict[str, list] = {n: [] for n in LINE_FIELDS}
+    nd_all = np.zeros(len(hits), dtype=np.int64)
+    positions = []
+    for src, pos, ks in sources.values():  # each batch's domains at once, then put in the hits' order
+        ks = np.asarray(ks, dtype=np.int64)
+        nd = src.nd[ks]
+        nd_all[pos] = nd
+        positions.append(np.asarray(pos, dtype=np.int64))
+        at = segment_ranges(src.first[ks], nd)  # the domains among the batch's flags
+        idx = segment_ranges(src.pds.dom_start[src.P[ks]], nd)  # among the batch's domain arrays
+        for n in _SOURCE_FIELDS:
+            values[n].append(src.pds.dom[n][idx])
+        for n in _FLAG_FIELDS:
+            values[n].append(getattr(src, n)[at])
+        full = _line_arrays(pa, src.pds.lines)
+        take = pa.array(idx)
+        for n in LINE_FIELDS:
+            text[n].append(full[n].take(take))
+    children = []
+    for f in struct_type:
+        if f.name in text:
+            children.append(pa.concat_arrays(text[f.name]).cast(f.type))
+        else:
+            kind = np.bool_ if pa.types.is_boolean(f.type) else np.int64 if pa.types.is_integer(f.type) else np.float64
+            children.append(pa.array(np.concatenate(values[f.name]).astype(kind), type=f.type))
+    struct = pa.StructArray.from_arrays(children, fields=list(struct_type))
+    offsets = np.zeros(len(hits) + 1, dtype=np.int32)
+    np.cumsum(nd_all, out=offsets[1:])
+    if len(sources) > 1 or np.any(np.diff(positions[0]) < 0):
+        # the struct rows are grouped by batch; row r of the hits' order is grouped row order[r]
+        grouped = np.concatenate(positions)
+        first = np.zeros(len(hits), dtype=np.int64)
+        first[grouped] = segment_starts(nd_all[grouped])
+        struct = struct.take(pa.array(segment_ranges(first, nd_all)))
+    return offsets, struct
+
+
+def _line_arrays(pa, lines) -> dict:
+    """A batch's alignment lines (:class:`~hmmcascade.results.AlignmentLines`) as one Arrow string
+    array per line (null where a model has no RF or CS line), made once and kept with them."""
+    from .domaindef.segments import segment_ranges
+
+    cached = getattr(lines, "_arrow", None)
+    if cached is not None:
+        return cached
+    start, end, has_rf, has_cs = lines.arrays()
+    n = len(start)
+    out = {}
+    for name in LINE_FIELDS:
+        kind = name[:-5]
+        data, valid = getattr(lines, kind), None
+        if kind in ("rf", "cs"):
+            has = has_rf if kind == "rf" else has_cs
+            valid = has if data is not None else np.zeros(n, dtype=bool)
+        data = data or b""
+        lengths = end - start if valid is None else np.where(valid, end - start, 0)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if n and np.array_equal(np.where(lengths > 0, start, offsets[:-1]), offsets[:-1]):
+            buf = pa.py_buffer(data)  # (laid out one after another from 0: the bytes as they are)
+        else:
+            buf = pa.py_buffer(np.frombuffer(data, dtype=np.uint8)[segment_ranges(start, lengths)])
+        bitmap, nulls = None, 0
+        if valid is not None and not valid.all():
+            bitmap, nulls = pa.py_buffer(np.packbits(valid, bitorder="little")), int(n - valid.sum())
+        out[name] = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), buf, bitmap, nulls)
+    lines._arrow = out
+    return out
 
 
 def _arrow_lines(alis) -> dict | None:

@@ -317,6 +317,7 @@ class DomainSource:
     def __init__(self, pds: PairDomainsBatch, P: np.ndarray):
         self.pds, self.P = pds, np.asarray(P, dtype=np.int64)
         self.nd = pds.ndom[self.P].astype(np.int64)
+        self.first = segment_starts(self.nd)  #: each hit's first domain among the flags' arrays
         n = int(self.nd.sum())
         self.c_evalue, self.i_evalue = np.zeros(n), np.zeros(n)
         self.reported, self.included = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
