@@ -149,3 +149,21 @@ def test_merge_rejects_a_non_hits_file(tmp_path):
     run = _run("merge", bogus, "-Z", "10", "--tblout", tmp_path / "o.tbl")
     assert run.returncode == 1 and "not an hmmcascade hits file" in run.stderr
     assert not (tmp_path / "o.tbl").exists()
+
+
+
+def test_an_error_line_can_name_the_package_frame_it_came_through(tmp_path):
+    """OpenCL runtime errors carry ``(at FILE:LINE in FUNCTION)``: the innermost frame of the
+    package that the error passed through (here a real error from reading a missing file)."""
+    from hmmcascade import cli
+    from hmmcascade.io import read_sequences
+
+    try:
+        read_sequences(tmp_path / "missing.faa")
+    except Exception as exc:  # (whatever the reader raises)
+        where = cli._where(exc)
+    assert where.startswith(" (at io.py:") and where.endswith(")") and " in " in where
+    try:
+        raise RuntimeError("outside")
+    except RuntimeError as exc:
+        assert cli._where(exc) == ""

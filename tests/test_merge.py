@@ -54,16 +54,16 @@ def test_hit_file_round_trip_and_reads_by_model(tmp_path, default_search):
 def test_hit_rows_from_the_batch_arrays_equal_those_from_the_records(default_search):
     """A search's domains are written from its batches' arrays; the same hits with their domains
     as lists of records (each field read from the objects) give the same Arrow rows."""
-    from hmmcascade.columnar import _domains_from_sources, _table, schema
+    from hmmcascade.columnar import _BatchRows, _table, schema
 
     hits = sorted(default_search.records, key=_key)
     sch = schema()
     struct_type = sch.field("domains").type.value_type
-    assert _domains_from_sources(hits, struct_type) is not None  # (the search's records take the fast path)
+    assert _BatchRows.of(hits) is not None  # (the search's records take the fast path)
     as_lists = [copy.copy(h) for h in hits]
     for h in as_lists:
         h.domains = list(h.domains)
-    assert _domains_from_sources(as_lists, struct_type) is None
+    assert _BatchRows.of(as_lists) is None
     fast, slow = _table(hits, sch), _table(as_lists, sch)
     assert fast.num_rows == len(hits) and fast.equals(slow)
     shuffled = hits[1::2] + hits[::2]  # runs of a batch's hits out of order
@@ -145,6 +145,7 @@ def test_streaming_merge_equals_the_in_memory_writers(tmp_path, default_search, 
                               command="x", block_hits=block_hits, part_rows=part_rows, workers=workers)
     if block_hits < 100:
         assert summary.blocks > 5 and summary.runs == summary.blocks
+    assert summary.parts == (2 * workers if workers > 1 else 1)  # (proteins cut by name into parts, made apart)
     for name in names:
         assert _text(out / name) == ref[name], name
     assert sum(not line.startswith("#") for line in ref["tblout"]) > 100

@@ -35,6 +35,7 @@ in the Pfam database. BMC Bioinformatics 8:298. doi:10.1186/1471-2105-8-298
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -314,11 +315,15 @@ class AnnotationStream:
     calls), :meth:`close` finishes.  pfam_scan's id column is as wide as the longest id written,
     known only at the end: its lines wait in a temporary file until :meth:`close` (a line at a
     time, so memory stays small), unless ``name_width`` is given.
+
+    ``part``: this stream writes one part of the output (whole proteins, :meth:`add_part` of the
+    stream of the whole): no header, and pfam_scan's lines as ``id NUL rest`` with :attr:`width`
+    the widest id, for the whole's stream to pad.
     """
 
     def __init__(self, kind: str, families: dict[str, PfamFamily] | None = None, *, resolve_clan_overlap: bool = True,
                  significant_only: bool | None = None, name_width: int | None = None, md5s=None,
-                 descriptions: dict[str, str] | None = None, date: str | None = None):
+                 descriptions: dict[str, str] | None = None, date: str | None = None, part: bool = False):
         import time as _time
 
         if kind not in ("pfamscan", "gff3", "ipr_tsv", "protein_summary"):
@@ -331,11 +336,21 @@ class AnnotationStream:
         self.fh = None
         self._spool = None
         self._width = 1
+        self.part = part
         self._last_seq = None
         self._protein: list[DomainAnnotation] = []
 
+    @property
+    def width(self) -> int:
+        """pfam_scan: the widest id so far."""
+        return self._width
+
     def start(self, fh) -> None:
         self.fh = fh
+        if self.part:
+            if self.kind == "pfamscan":
+                self._spool = fh  # (the part's lines, ids unpadded)
+            return
         if self.kind == "pfamscan":
             self._write(_pfam_scan_head(self.resolved))
             if self.name_width is None:
@@ -371,7 +386,31 @@ class AnnotationStream:
                 self._protein.append(a)
         self._write(lines)
 
+    def add_part(self, path: str, width: int = 1) -> None:
+        """Append a part written by a ``part`` stream of the same kind (text file ``path``; ``width``:
+        its :attr:`width`), whose proteins all follow those written so far."""
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as part:
+            if self.kind == "pfamscan" and self._spool is not None:
+                self._width = max(self._width, width)
+                shutil.copyfileobj(part, self._spool, 1 << 20)
+            elif self.kind == "pfamscan":  # (a known width: the part's ids padded here)
+                for line in part:
+                    seq_id, _, rest = line.partition("\0")
+                    self.fh.write("%-*s" % (self.name_width, seq_id) + rest)
+            else:
+                self._protein_done()
+                shutil.copyfileobj(part, self.fh, 1 << 20)
+
+    def _protein_done(self) -> None:
+        if self._protein:
+            self._write([_summary_line(self._protein)])
+            self._protein = []
+
     def close(self) -> None:
+        if self.part:
+            self._spool = None
+            self._protein_done()
+            return
         if self._spool is not None:
             self._spool.seek(0)
             for line in self._spool:
@@ -379,9 +418,7 @@ class AnnotationStream:
                 self.fh.write("%-*s" % (self._width, seq_id) + rest)
             self._spool.close()
             self._spool = None
-        if self._protein:
-            self._write([_summary_line(self._protein)])
-            self._protein = []
+        self._protein_done()
 
     def _ipr_line(self, a: DomainAnnotation) -> str:
         fam = self.families.get(a.hmm_name)

@@ -562,7 +562,7 @@ def main(argv=None) -> int:
     except Exception as exc:  # the OpenCL runtime's errors (out of device memory, a lost device): one line too
         if not type(exc).__module__.startswith("pyopencl"):
             raise
-        print(f"hmmcascade: error: OpenCL device: {_error_line(exc)}", file=sys.stderr)
+        print(f"hmmcascade: error: OpenCL device: {_error_line(exc)}{_where(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("hmmcascade: interrupted", file=sys.stderr)
@@ -570,6 +570,20 @@ def main(argv=None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _where(exc: BaseException) -> str:
+    """`` (at FILE:LINE in FUNCTION)``: the innermost frame of this package that the error passed
+    through (the stage that waited on, or launched, what failed), or ''."""
+    import os
+    import traceback
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename).startswith(here)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" (at {os.path.relpath(f.filename, here)}:{f.lineno} in {f.name})"
 
 
 def _in_main_thread() -> bool:

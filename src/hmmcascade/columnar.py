@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from operator import attrgetter
 
 import numpy as np
 
@@ -38,6 +39,7 @@ _META_KEY = b"hmmcascade"
 _HIT_FIELDS = [f for f in Hit.__dataclass_fields__ if f != "domains"]
 _DOM_FIELDS = [f for f in Domain.__dataclass_fields__ if f != "alignment"]
 _ALI_FIELDS = list(Alignment.__dataclass_fields__)
+_HIT_VALUES = attrgetter(*_HIT_FIELDS)
 _INT = ("model", "target", "model_length", "target_length", "nregions", "nclustered", "noverlaps", "nenvelopes",
         "best_domain", "env_from", "env_to", "hmm_from", "hmm_to", "ali_from", "ali_to", "M", "L")
 _BOOL = ("reported", "included")
@@ -72,14 +74,18 @@ def schema(meta: dict | None = None):
     return pa.schema(fields, metadata={_META_KEY: json.dumps({"format": FORMAT, "meta": meta or {}})})
 
 
-def _table(hits: list[Hit], sch):
-    """The rows of ``hits`` as an Arrow table of schema ``sch``."""
+def _table(hits: list[Hit], sch, rows: "_BatchRows | None" = None, at=None):
+    """The rows of ``hits`` as an Arrow table of schema ``sch``.  ``rows``: a :class:`_BatchRows`
+    of a list of hits that ``hits`` are ``at`` (positions in it), for their domains."""
     pa, _ = _pa()
-    cols = [pa.array([getattr(h, n) for h in hits], type=sch.field(n).type) for n in _HIT_FIELDS]
+    values = zip(*map(_HIT_VALUES, hits)) if hits else [[] for _ in _HIT_FIELDS]
+    cols = [pa.array(v, type=sch.field(n).type) for n, v in zip(_HIT_FIELDS, values)]
     struct_type = sch.field("domains").type.value_type
-    fast = _domains_from_sources(hits, struct_type)
-    if fast is not None:
-        offsets, struct = fast
+    if rows is None:
+        rows = _BatchRows.of(hits)
+        at = np.arange(len(hits))
+    if rows is not None:
+        offsets, struct = rows.column(struct_type, np.asarray(at, dtype=np.int64))
         cols.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
         return pa.Table.from_arrays(cols, schema=sch)
     dom_lists = [h.domains for h in hits]
@@ -102,65 +108,84 @@ _SOURCE_FIELDS = ("env_from", "env_to", "score", "bias", "lnP", "acc", "env_nats
 _FLAG_FIELDS = ("c_evalue", "i_evalue", "reported", "included")
 
 
-def _domains_from_sources(hits: list[Hit], struct_type):
-    """The ``domains`` column of ``hits`` (list offsets, struct array) taken straight from the
-    arrays of a search's batches (:class:`~hmmcascade.domaindef.records.DomainSource`: scores,
-    coordinates, flags, alignment text as bytes), making no Domain, Alignment or str objects; None
-    when any hit's domains are not such a batch's (then the records are read one by one).  The
-    values are those the records would hold (tested equal)."""
-    pa, _ = _pa()
-    sources: dict[int, tuple] = {}  # id -> (source, [hit position], [k])
-    for pos, h in enumerate(hits):
-        dl = h.domains
-        src = getattr(dl, "_source", None)
-        if src is None or not hasattr(src, "pds"):
-            return None
-        entry = sources.get(id(src))
-        if entry is None:
-            entry = sources[id(src)] = (src, [], [])
-        entry[1].append(pos)
-        entry[2].append(dl._k)
-    if not sources or any(src.pds.lines is None or any(n not in src.pds.dom for n in _SOURCE_FIELDS)
-                          for src, _, _ in sources.values()):
-        return None
-    from .domaindef.segments import segment_ranges, segment_starts
+class _BatchRows:
+    """The domains of a list of a search's hits, taken straight from the arrays of the search's
+    batches (:class:`~hmmcascade.domaindef.records.DomainSource`: scores, coordinates, flags,
+    alignment text as bytes) without making Domain, Alignment or str objects: every batch's
+    domains gathered once into arrays over all of them (``values``, ``text``), and each hit's
+    first row there (``first``) and count (``nd``).  Any subset of the hits, in any order, is
+    then one fancy index (:meth:`column`).  The values are those the records would hold
+    (tested equal)."""
 
-    values: dict[str, list] = {n: [] for n in (*_SOURCE_FIELDS, *_FLAG_FIELDS)}
-    text: dict[str, list] = {n: [] for n in LINE_FIELDS}
-    nd_all = np.zeros(len(hits), dtype=np.int64)
-    positions = []
-    for src, pos, ks in sources.values():  # each batch's domains at once, then put in the hits' order
-        ks = np.asarray(ks, dtype=np.int64)
-        nd = src.nd[ks]
-        nd_all[pos] = nd
-        positions.append(np.asarray(pos, dtype=np.int64))
-        at = segment_ranges(src.first[ks], nd)  # the domains among the batch's flags
-        idx = segment_ranges(src.pds.dom_start[src.P[ks]], nd)  # among the batch's domain arrays
-        for n in _SOURCE_FIELDS:
-            values[n].append(src.pds.dom[n][idx])
-        for n in _FLAG_FIELDS:
-            values[n].append(getattr(src, n)[at])
-        full = _line_arrays(pa, src.pds.lines)
-        take = pa.array(idx)
-        for n in LINE_FIELDS:
-            text[n].append(full[n].take(take))
-    children = []
-    for f in struct_type:
-        if f.name in text:
-            children.append(pa.concat_arrays(text[f.name]).cast(f.type))
-        else:
-            kind = np.bool_ if pa.types.is_boolean(f.type) else np.int64 if pa.types.is_integer(f.type) else np.float64
-            children.append(pa.array(np.concatenate(values[f.name]).astype(kind), type=f.type))
-    struct = pa.StructArray.from_arrays(children, fields=list(struct_type))
-    offsets = np.zeros(len(hits) + 1, dtype=np.int32)
-    np.cumsum(nd_all, out=offsets[1:])
-    if len(sources) > 1 or np.any(np.diff(positions[0]) < 0):
-        # the struct rows are grouped by batch; row r of the hits' order is grouped row order[r]
-        grouped = np.concatenate(positions)
-        first = np.zeros(len(hits), dtype=np.int64)
-        first[grouped] = segment_starts(nd_all[grouped])
-        struct = struct.take(pa.array(segment_ranges(first, nd_all)))
-    return offsets, struct
+    def __init__(self, values: dict, text: dict, first: np.ndarray, nd: np.ndarray):
+        self.values, self.text, self.first, self.nd = values, text, first, nd
+
+    @classmethod
+    def of(cls, hits: list[Hit]) -> "_BatchRows | None":
+        """None when some hit's domains are not a search batch's (then the records are read)."""
+        pa, _ = _pa()
+        index: dict[int, int] = {}
+        sources = []
+        sid = np.empty(len(hits), dtype=np.int64)
+        k = np.empty(len(hits), dtype=np.int64)
+        for i, h in enumerate(hits):
+            dl = h.domains
+            src = getattr(dl, "_source", None)
+            if src is None or not hasattr(src, "pds"):
+                return None
+            j = index.get(id(src))
+            if j is None:
+                j = index[id(src)] = len(sources)
+                sources.append(src)
+            sid[i], k[i] = j, dl._k
+        if not sources or any(src.pds.lines is None or any(n not in src.pds.dom for n in _SOURCE_FIELDS)
+                              for src in sources):
+            return None
+        from .domaindef.segments import segment_ranges, segment_starts
+
+        values: dict[str, list] = {n: [] for n in (*_SOURCE_FIELDS, *_FLAG_FIELDS)}
+        text: dict[str, list] = {n: [] for n in LINE_FIELDS}
+        first = np.empty(len(hits), dtype=np.int64)
+        nd = np.empty(len(hits), dtype=np.int64)
+        order = np.argsort(sid, kind="stable")
+        bounds = segment_starts(np.bincount(sid, minlength=len(sources)))
+        base = 0
+        for j, src in enumerate(sources):  # a batch's domains in its order (those of all its hits)
+            mine = order[bounds[j]: bounds[j + 1]] if j + 1 < len(sources) else order[bounds[j]:]
+            first[mine] = base + src.first[k[mine]]
+            nd[mine] = src.nd[k[mine]]
+            idx = segment_ranges(src.pds.dom_start[src.P], src.nd)
+            for n in _SOURCE_FIELDS:
+                values[n].append(src.pds.dom[n][idx])
+            for n in _FLAG_FIELDS:
+                values[n].append(getattr(src, n))
+            full = _line_arrays(pa, src.pds.lines)
+            take = pa.array(idx)
+            for n in LINE_FIELDS:
+                text[n].append(full[n].take(take))
+            base += len(idx)
+        return cls({n: np.concatenate(v) for n, v in values.items()},
+                   {n: pa.concat_arrays(v) for n, v in text.items()}, first, nd)
+
+    def column(self, struct_type, at: np.ndarray) -> tuple:
+        """The ``domains`` column (list offsets, struct array) of hits ``at`` (positions in the list)."""
+        pa, _ = _pa()
+        from .domaindef.segments import segment_ranges
+
+        nd = self.nd[at]
+        rows = segment_ranges(self.first[at], nd)
+        take = pa.array(rows)
+        children = []
+        for f in struct_type:
+            if f.name in self.text:
+                children.append(self.text[f.name].take(take).cast(f.type))
+            else:
+                kind = (np.bool_ if pa.types.is_boolean(f.type) else
+                        np.int64 if pa.types.is_integer(f.type) else np.float64)
+                children.append(pa.array(self.values[f.name][rows].astype(kind), type=f.type))
+        offsets = np.zeros(len(at) + 1, dtype=np.int32)
+        np.cumsum(nd, out=offsets[1:])
+        return offsets, pa.StructArray.from_arrays(children, fields=list(struct_type))
 
 
 def _line_arrays(pa, lines) -> dict:
@@ -252,7 +277,9 @@ class HitFileWriter:
         if not table.num_rows:
             return
         self._check_order(table.column("model").to_numpy(), table.column("target").to_numpy())
-        self._writer.write_table(table.cast(self.schema), row_group_size=ROW_GROUP_HITS)
+        if not table.schema.equals(self.schema, check_metadata=False):
+            table = table.cast(self.schema)
+        self._writer.write_table(table, row_group_size=ROW_GROUP_HITS)
         self.rows += table.num_rows
 
     def close(self) -> None:
@@ -305,10 +332,20 @@ def write_hit_file(path, hits: list[Hit], meta: dict | None = None) -> None:
     :func:`~hmmcascade.outfiles.open_output`)."""
     from .outfiles import open_output
 
-    order = sorted(range(len(hits)), key=lambda i: (hits[i].model, hits[i].target))
+    pa, _ = _pa()
+    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=len(hits))
+    target = np.fromiter((h.target for h in hits), dtype=np.int64, count=len(hits))
     with open_output(path, "wb") as fh:
         writer = HitFileWriter(fh, meta)
-        writer.add([hits[i] for i in order])
+        rows = _BatchRows.of(hits)  # (a search's hits: their domains from its batches' arrays)
+        order = np.lexsort((target, model))
+        for s in range(0, len(order), ROW_GROUP_HITS):
+            at = order[s: s + ROW_GROUP_HITS]
+            part = [hits[i] for i in at.tolist()]
+            if rows is None:
+                writer.add(part)
+            else:
+                writer.add_table(_table(part, writer.schema, rows, at))
         writer.close()
 
 
@@ -375,6 +412,12 @@ class HitFile:
                 model = self._read(g, ["model"]).column(0).to_numpy()
                 counts += np.bincount(model, minlength=n_models)[:n_models]
         return counts
+
+    def sample_column(self, name: str, groups: int = 16) -> list:
+        """The values of column ``name`` in up to ``groups`` row groups spread over the file."""
+        n = len(self._ranges)
+        picks = sorted({g * n // groups for g in range(groups)}) if n > groups else range(n)
+        return [v for g in picks if self._ranges[g][2] for v in self._read(g, [name]).column(0).to_pylist()]
 
     def _read(self, g: int, columns=None):
         pa, _ = _pa()

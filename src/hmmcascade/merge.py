@@ -23,13 +23,22 @@ holding all hits:
    (:class:`~hmmcascade.annotate.AnnotationStream`).  A protein's rows come in model order, as
    in one in-memory merge, since blocks are in model order.
 
+**In parallel** (``workers`` > 1, Parquet hit files): step 1's blocks are made in worker
+processes and written here in block order.  For step 2 the protein names are cut into
+``2 x workers`` parts of about equal size (keys from a sample of the files' target names); each
+block writes one run per part, each part's runs are merged and written to a file of its own by a
+worker, and the parts are appended to the outputs in name order (pfam_scan's ids padded to the
+widest of all parts here).  The outputs are the same for any number of workers (tested).
+
 **Memory bound.**  Peak memory is that of the largest of: one block of models (``block_hits``
 hits, or one model's hits where a model alone has more), one row group of a hit file
 (:data:`~hmmcascade.columnar.ROW_GROUP_HITS` hits) per file, one chunk of each run (blocks x
-:data:`RUN_CHUNK` rows), one batch of proteins (``part_rows`` rows, or one protein's); and a
-model-sized count table.  Nothing grows with the number of hits but the number of runs (one
-per block: 20 per million hits, ~100 KB each); the merge test measures the peak at a quarter
-of a million and at a million hit rows.
+:data:`RUN_CHUNK` rows; with workers, each worker's chunks are ``RUN_CHUNK / workers`` rows,
+so all workers together hold as many), one batch of proteins (``part_rows`` rows, or one
+protein's); and a model-sized count table; with workers, ``workers + 2`` blocks in flight
+in all.  Nothing grows with the number of hits but the number of runs (one per block and part:
+20 blocks per million hits); the merge test measures the peak at a quarter of a million and at
+a million hit rows.
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ import os
 import pickle
 import shutil
 import tempfile
+import time
+from bisect import bisect_left
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import groupby
@@ -47,7 +58,7 @@ from operator import itemgetter
 import numpy as np
 
 from .columnar import HitFile, HitFileWriter, hits_from_table, is_hit_file, thresholded_table
-from .annotate import pfam_domains
+from .annotate import AnnotationStream, pfam_domains
 from .results import Alignment, Domain, Hit
 
 __all__ = ["BLOCK_HITS", "PART_ROWS", "MergeSummary", "merge_hit_files", "open_hit_source"]
@@ -69,7 +80,8 @@ class MergeSummary:
     reported: int = 0
     reported_domains: int = 0
     blocks: int = 0
-    runs: int = 0
+    runs: int = 0  #: blocks that wrote sorted runs of proteins
+    parts: int = 1  #: parts of the protein names made apart in step 2
 
 
 class _MemorySource:
@@ -140,13 +152,21 @@ def _hit_from_row(r: tuple) -> Hit:
                0.0, 0.0, 0.0, reported=True, included=included, domains=[dom])
 
 
-def _write_run(folder: str, n: int, rows: list[tuple]) -> str:
-    """One sorted run of annotation rows, in chunks of :data:`RUN_CHUNK` rows; returns its path."""
-    path = os.path.join(folder, f"run{n:06d}")
-    with open(path, "wb") as fh:
-        for s in range(0, len(rows), RUN_CHUNK):
-            pickle.dump(rows[s: s + RUN_CHUNK], fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return path
+def _write_runs(folder: str, n: int, rows: list[tuple], bounds: list[bytes], chunk: int) -> list[str | None]:
+    """Block ``n``'s sorted annotation rows as one run per part of the protein names (part r: keys
+    from ``bounds[r - 1]``, below ``bounds[r]``), in chunks of ``chunk`` rows; their paths (None: empty)."""
+    cuts = [0] + [bisect_left(rows, b, key=itemgetter(0)) for b in bounds] + [len(rows)]
+    paths: list[str | None] = []
+    for r, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        if a == b:
+            paths.append(None)
+            continue
+        path = os.path.join(folder, f"run{n:06d}.{r:04d}")
+        with open(path, "wb") as fh:
+            for s in range(a, b, chunk):
+                pickle.dump(rows[s: min(s + chunk, b)], fh, protocol=pickle.HIGHEST_PROTOCOL)
+        paths.append(path)
+    return paths
 
 
 def _read_run(path: str):
@@ -167,6 +187,47 @@ def _annotate(hits: list[Hit], families, streams: dict) -> None:
             stream.add(rows)
 
 
+def _annotate_runs(runs: list[str], families, streams: dict, part_rows: int) -> None:
+    """The runs merged by protein name (ties: earlier runs, lower models, first), resolved and
+    written a batch of whole proteins at a time."""
+    batch: list[Hit] = []
+    merged_rows = heapq.merge(*(_read_run(path) for path in runs), key=itemgetter(0))
+    for _, protein in groupby(merged_rows, key=itemgetter(0)):
+        batch += map(_hit_from_row, protein)
+        if len(batch) >= part_rows:
+            _annotate(batch, families, streams)
+            batch = []
+    _annotate(batch, families, streams)
+
+
+_PART_CONTEXT: dict = {}
+
+
+def _init_worker(families, md5s, descriptions, date) -> None:
+    """A worker process's per-protein tables' data (sent once per process, not with every part)."""
+    _PART_CONTEXT.update(families=families, md5s=md5s, descriptions=descriptions, date=date)
+
+
+def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_rows: int) -> tuple[dict, int]:
+    """Part ``r`` of the proteins (its runs) written as ``part`` streams' files; their paths, and
+    pfam_scan's widest id."""
+    ctx = _PART_CONTEXT
+    streams = {k: AnnotationStream(k, ctx["families"], md5s=ctx["md5s"] if k == "ipr_tsv" else None,
+                                   descriptions=ctx["descriptions"] if k == "ipr_tsv" else None, date=ctx["date"],
+                                   part=True) for k in kinds}
+    files = {k: os.path.join(spool, f"part{r:05d}.{k}") for k in kinds}
+    with ExitStack() as stack:
+        for k, stream in streams.items():
+            stream.start(stack.enter_context(open(files[k], "w", encoding="utf-8", errors="surrogateescape",
+                                                  newline="")))
+        _annotate_runs(runs, ctx["families"], streams, part_rows)
+        for stream in streams.values():
+            stream.close()
+    for path in runs:
+        os.unlink(path)
+    return files, streams["pfamscan"].width if "pfamscan" in streams else 1
+
+
 @dataclass
 class _BlockJob:
     """What every block of a merge needs (sent to the worker processes)."""
@@ -178,6 +239,8 @@ class _BlockJob:
     merged: bool
     annotations: bool
     spool: str | None
+    bounds: list  #: the protein-name keys where parts 1, 2, ... of step 2 start (empty: one part)
+    run_chunk: int = 1024
 
 
 @dataclass
@@ -185,7 +248,7 @@ class _BlockResult:
     texts: dict  #: kind -> the block's text
     table: object = None  #: the merged hit file's rows (Arrow), or None
     hits: list | None = None  #: ... or the hits (sources without Arrow rows)
-    run: str | None = None  #: the block's sorted run of annotation rows
+    runs: list | None = None  #: the block's sorted runs of annotation rows, one per part (None: empty)
     reported: int = 0
     reported_domains: int = 0
 
@@ -226,7 +289,7 @@ def _block(job: _BlockJob, sources, n: int, lo: int, hi: int, queries) -> _Block
         rows = [_annotation_row(h.target_name.encode("utf-8", "surrogateescape"), h, d)
                 for h in sorted(hits, key=lambda h: h.model) if h.reported for d in h.domains if d.reported]
         rows.sort(key=itemgetter(0))  # (stable: a protein's rows stay in model, then domain order)
-        result.run = _write_run(job.spool, n, rows)
+        result.runs = _write_runs(job.spool, n, rows, job.bounds, job.run_chunk)
     return result
 
 
@@ -251,38 +314,48 @@ def _block_in_worker(job: _BlockJob, paths: list, n: int, lo: int, hi: int, quer
     return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _block_results(job: _BlockJob, sources, paths, blocks, queries, workers: int):
-    """Each block's :class:`_BlockResult`, in block order: made here, or by ``workers`` processes (at
-    most ``workers + 2`` blocks in flight: memory is that many blocks)."""
+def _block_results(job: _BlockJob, sources, paths, blocks, queries, pool, workers: int):
+    """Each block's :class:`_BlockResult`, in block order: made here, or by the ``pool``'s ``workers``
+    processes (at most ``workers + 2`` blocks in flight: memory is that many blocks)."""
     def qs(lo, hi):
         return queries[lo:hi] if queries is not None else None
 
-    if workers <= 1 or len(blocks) <= 1 or not all(isinstance(s, HitFile) for s in sources):
+    if pool is None or len(blocks) <= 1:
         for n, (lo, hi) in enumerate(blocks):
             yield _block(job, sources, n, lo, hi, qs(lo, hi))
         return
-    import multiprocessing
     from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
 
     import pyarrow as pa
 
-    # spawned, not forked: the parent has Arrow's threads running
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: deque = deque()
-        todo = iter(enumerate(blocks))
+    pending: deque = deque()
+    todo = iter(enumerate(blocks))
+    for n, (lo, hi) in todo:
+        pending.append(pool.submit(_block_in_worker, job, list(map(str, paths)), n, lo, hi, qs(lo, hi)))
+        if len(pending) >= workers + 2:
+            break
+    while pending:
+        result = pickle.loads(pending.popleft().result())
         for n, (lo, hi) in todo:
             pending.append(pool.submit(_block_in_worker, job, list(map(str, paths)), n, lo, hi, qs(lo, hi)))
-            if len(pending) >= workers + 2:
-                break
-        while pending:
-            result = pickle.loads(pending.popleft().result())
-            for n, (lo, hi) in todo:
-                pending.append(pool.submit(_block_in_worker, job, list(map(str, paths)), n, lo, hi, qs(lo, hi)))
-                break
-            if isinstance(result.table, bytes):
-                result.table = pa.ipc.open_stream(result.table).read_all()
-            yield result
+            break
+        if isinstance(result.table, bytes):
+            result.table = pa.ipc.open_stream(result.table).read_all()
+        yield result
+
+
+def _name_bounds(sources, parts: int) -> list[bytes]:
+    """``parts - 1`` protein-name keys that cut the hits' target names into parts of about equal
+    size (from a sample of each file's row groups; the cut only balances the work)."""
+    if parts <= 1:
+        return []
+    names: set = set()
+    for src in sources:
+        names.update(src.sample_column("target_name"))
+    keys = sorted(n.encode("utf-8", "surrogateescape") for n in names)
+    if len(keys) < 2 * parts:
+        return []
+    return sorted(set(keys[len(keys) * r // parts] for r in range(1, parts)))
 
 
 def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str | None], families=None,
@@ -304,7 +377,6 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
         query_file, target_file, command: for the tables' tails.
         workers: processes making the blocks (step 1); the outputs are the same for any number.
     """
-    from .annotate import AnnotationStream
     from .outfiles import open_output
     from .output import TableStream
 
@@ -325,9 +397,12 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     tables = {k: TableStream(k, Z=Z, domZ=th.domZ, query_file=query_file, target_file=target_file,
                              command=command if k != "alignments" else "")
               for k in _TABLES if outputs.get(k)}
+    date = time.strftime("%d-%m-%Y")
     annotations = {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
-                                       descriptions=descriptions if k == "ipr_tsv" else None)
+                                       descriptions=descriptions if k == "ipr_tsv" else None, date=date)
                    for k in _ANNOTATIONS if outputs.get(k)}
+    parallel = workers > 1 and all(isinstance(s, HitFile) for s in sources)
+    parts = 2 * workers if parallel and annotations else 1
     with ExitStack() as stack:
         for k, stream in {**tables, **annotations}.items():
             stream.start(stack.enter_context(open_output(outputs[k])))
@@ -335,17 +410,29 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
         if outputs.get("merged_hits"):
             merged = HitFileWriter(stack.enter_context(open_output(outputs["merged_hits"], "wb")), {"Z": Z})
             stack.callback(merged.abandon)  # (on an error, before its file is dropped; after close(), nothing)
-        runs: list[str] = []
         spool = None
         if annotations:
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
             stack.callback(shutil.rmtree, spool, ignore_errors=True)
+        pool = None
+        if parallel:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
-        # step 1: blocks of models (in worker processes when asked: each block's text, rows and run are
+            # spawned, not forked: the parent has Arrow's threads running
+            pool = stack.enter_context(ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                initargs=(families, md5s, descriptions, date) if annotations else (None, None, None, date)))
+
+        # step 1: blocks of models (in worker processes when asked: each block's text, rows and runs are
         # made apart and written here in block order)
         job = _BlockJob(th=th, Z=Z, inc_by_E=inc_by_E, tables={k: _stream_args(t) for k, t in tables.items()},
-                        merged=merged is not None, annotations=bool(annotations), spool=spool)
-        for result in _block_results(job, sources, paths, blocks, queries, workers):
+                        merged=merged is not None, annotations=bool(annotations), spool=spool,
+                        bounds=_name_bounds(sources, parts) if annotations else [],
+                        run_chunk=max(64, RUN_CHUNK // workers) if parallel else RUN_CHUNK)
+        runs: list[list[str]] = [[] for _ in range(len(job.bounds) + 1)]  # per part, the blocks' runs
+        summary.parts = len(runs)
+        for result in _block_results(job, sources, paths, blocks, queries, pool, workers):
             for k, text in result.texts.items():
                 tables[k].add_text(text)
             if merged is not None:
@@ -353,26 +440,29 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                     merged.add_table(result.table)
                 else:
                     merged.add(result.hits)
-            if result.run is not None:
-                runs.append(result.run)
+            if result.runs is not None:
+                summary.runs += 1
+                for r, path in enumerate(result.runs):
+                    if path is not None:
+                        runs[r].append(path)
             summary.reported += result.reported
             summary.reported_domains += result.reported_domains
-
-        # step 2: the runs merged by protein name (ties: earlier runs, lower models, first), a batch of
-        # whole proteins at a time
-        if annotations:
-            batch: list[Hit] = []
-            merged_rows = heapq.merge(*(_read_run(path) for path in runs), key=itemgetter(0))
-            for _, protein in groupby(merged_rows, key=itemgetter(0)):
-                batch += map(_hit_from_row, protein)
-                if len(batch) >= part_rows:
-                    _annotate(batch, families, annotations)
-                    batch = []
-            _annotate(batch, families, annotations)
-        for stream in {**tables, **annotations}.values():
+        for stream in tables.values():
             stream.close()
         if merged is not None:
             merged.close()
-    summary.runs = len(runs)
-    return summary
 
+        # step 2: each part of the proteins (by name) from its runs, the parts written in order
+        if annotations and pool is not None:
+            futures = [pool.submit(_part_in_worker, list(annotations), r, part, spool, part_rows)
+                       for r, part in enumerate(runs) if part]
+            for future in futures:
+                files, width = future.result()
+                for k, path in files.items():
+                    annotations[k].add_part(path, width)
+                    os.unlink(path)
+        elif annotations:
+            _annotate_runs([path for part in runs for path in part], families, annotations, part_rows)
+        for stream in annotations.values():
+            stream.close()
+    return summary

@@ -29,6 +29,9 @@ rule compare:
         ENV
     log:
         "logs/compare/compare.log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/compare.tsv",
     threads: workflow.cores
     shell:
         "{params.py} -m hmmcascade compare {input.hmms:q} {input.seqs:q} --ours {input.hits:q}"

@@ -24,6 +24,9 @@ rule fetch_pfam:
         ENV
     log:
         "logs/fetch_pfam/fetch.log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/fetch_pfam.tsv",
     localrule: True
     shell:
         "{params.py} -m hmmcascade fetch pfam --base-url {params.base:q}"
@@ -42,6 +45,9 @@ rule fetch_uniprot:
         ENV
     log:
         "logs/fetch_uniprot/fetch.log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/fetch_uniprot.tsv",
     localrule: True
     shell:
         "{params.py} -m hmmcascade fetch uniprot --base-url {params.base:q}"

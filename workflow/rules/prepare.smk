@@ -13,6 +13,9 @@ rule press_models:
         ENV
     log:
         "logs/press_models/press.log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/press_models.tsv",
     shell:
         "{params.py} -m hmmcascade press {input.hmms:q} -o {output.pressed:q} 2> {log:q}"
 
@@ -31,6 +34,9 @@ rule prepare_sequences:
         ENV
     log:
         "logs/prepare_sequences/prepare.log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/prepare_sequences.tsv",
     shell:
         "{params.py} -m hmmcascade prepare {input.seqs:q} --outdir {params.outdir:q}"
         " --meta {output.meta:q} --batches {params.n:q} 2> {log:q}"

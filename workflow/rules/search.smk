@@ -29,6 +29,9 @@ rule search_batch:
         ENV
     log:
         "logs/search_batch/batch{batch}" + SHARD + ".log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/search_batch/batch{batch}" + SHARD + ".tsv",
     # one GPU per search job: the default profile (workflow/profiles/default) makes a plain
     # `snakemake --cores N` run one at a time per GPU (--resources gpu=N with N GPUs), while the
     # CPU jobs (press, prepare, merge, compare) run beside it
@@ -71,6 +74,9 @@ rule merge_hits:
         ENV
     log:
         "logs/merge_hits/merge.log",
+    # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+    benchmark:
+        "logs/benchmarks/merge_hits.tsv",
     # blocks of models formatted in parallel (Snakemake gives at most --cores)
     threads: 16
     shell:
