@@ -163,6 +163,7 @@ def test_an_error_line_can_name_the_package_frame_it_came_through(tmp_path):
     except Exception as exc:  # (whatever the reader raises)
         where = cli._where(exc)
     assert where.startswith(" (at io.py:") and where.endswith(")") and " in " in where
+    assert where.count(" < ") <= 2  # (at most three frames, innermost first)
     try:
         raise RuntimeError("outside")
     except RuntimeError as exc:

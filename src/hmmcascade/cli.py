@@ -572,9 +572,10 @@ def main(argv=None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _where(exc: BaseException) -> str:
-    """`` (at FILE:LINE in FUNCTION)``: the innermost frame of this package that the error passed
-    through (the stage that waited on, or launched, what failed), or ''."""
+def _where(exc: BaseException, depth: int = 3) -> str:
+    """`` (at FILE:LINE in FUNCTION < ...)``: the ``depth`` innermost frames of this package that
+    the error passed through, innermost first (the wait or launch that failed, and the stage that
+    made it), or ''."""
     import os
     import traceback
 
@@ -582,8 +583,8 @@ def _where(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename).startswith(here)]
     if not frames:
         return ""
-    f = frames[-1]
-    return f" (at {os.path.relpath(f.filename, here)}:{f.lineno} in {f.name})"
+    return " (at " + " < ".join(f"{os.path.relpath(f.filename, here)}:{f.lineno} in {f.name}"
+                                for f in reversed(frames[-depth:])) + ")"
 
 
 def _in_main_thread() -> bool:
