@@ -162,6 +162,43 @@ def test_search_with_a_side_queue_gives_the_same_records(default_db, default_seq
     assert rows(res) == rows(default_search) and len(res.records) > 0
 
 
+def test_side_queue_launches_wait_for_their_uploads(default_db, default_seqs, device, default_search, monkeypatch):
+    """Every upload lands late (its copy waits on an event set 2 ms later, as a copy waits on a GPU
+    whose main queue is busy): a side-queue launch must still read its uploaded arguments, not a
+    pooled buffer's old content.  (The envelope stage once began the side queue before queueing its
+    uploads; on an H200 that read stale job arrays and failed with OpenCL error -9999.)"""
+    import threading
+
+    import pyopencl as cl
+
+    device.to_device(np.zeros(1, dtype=np.int8))  # (the upload queue exists)
+    original = device.to_device
+    timers = []
+
+    def late(array):
+        gate = cl.UserEvent(device.ctx)
+        cl.enqueue_barrier(device._upload_queue, wait_for=[gate])
+        timer = threading.Timer(0.002, gate.set_status, (cl.command_execution_status.COMPLETE,))
+        timer.start()
+        timers.append(timer)
+        return original(array)
+
+    monkeypatch.setattr(device, "to_device", late)
+    res = cascade.search(default_db, default_seqs, device, options=SearchOptions(side_queue="on"))
+    for timer in timers:
+        timer.join()
+    monkeypatch.undo()
+    assert len(timers) > 50
+
+    def rows(r):
+        return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
+                 [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported, d.alignment.ali_from, d.alignment.model_line)
+                  for d in h.domains])
+                for h in r.records]
+
+    assert rows(res) == rows(default_search) and len(res.records) > 0
+
+
 @pytest.mark.parametrize("n_targets,max_len,n_models", [(93660, 35000, 2466), (1 << 30, 1 << 20, 40000), (5, 3, 1)])
 def test_hit_lexsort_is_lexsort(n_targets, max_len, n_models):
     """The packed sort gives np.lexsort's order: ties in model and score everywhere (as ten copies of

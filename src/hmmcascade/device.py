@@ -235,7 +235,9 @@ class Device:
 
     def begin_side(self):
         """The side queue, made to wait for everything queued on the main queue so far (the uploads
-        and pool buffers a launch takes are ordered by the main queue).
+        and pool buffers a launch takes are ordered by the main queue).  Call it after the launch's
+        uploads (:meth:`to_device`) are queued, just before its commands: the side queue does not
+        wait for an upload queued later, and would read the buffer before the copy lands.
 
         The buffers a side launch uses must stay referenced until it is known done (read back on
         the side queue): the pool orders a buffer's reuse by the main queue alone."""

@@ -191,8 +191,9 @@ class EnvelopeRescorer:
         for li, (j0, j1, ls, floats) in reversed(list(enumerate(launches))):
             if on_side[li]:
                 # the longest models' launches on the side queue, beside the main queue's (largest
-                # first: they come first), each with a scratch of its own
-                q, scr = self.dev.begin_side(), self.dev.scratch(4 * floats)
+                # first: they come first), each with a scratch of its own; the queue is begun once
+                # the launch's uploads are queued (below), so that it waits for them
+                q, scr = None, self.dev.scratch(4 * floats)
             else:
                 q, scr = queues[li % nq], scrs[li % nq]
             k = j1 - j0
@@ -211,6 +212,8 @@ class EnvelopeRescorer:
             d_info, d_n2, d_disp = subs[:3]
             d_tr, d_pp = subs[3:] if not arrays else (self.dev.scratch(16 * ntr), self.dev.scratch(4 * ntr))
             d_cols = self.dev.scratch(16 * ntr if mode == 1 else 16)
+            if q is None:  # (after the uploads: the side queue waits for the main queue's commands so far,
+                q = self.dev.begin_side()  # which wait for every upload queued before them)
             cl.enqueue_fill_buffer(q, d_disp, np.int32(0), 0, 4 * (2 * k + 1))
             common = (batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
                       msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
