@@ -199,6 +199,21 @@ def test_side_queue_launches_wait_for_their_uploads(default_db, default_seqs, de
     assert rows(res) == rows(default_search) and len(res.records) > 0
 
 
+def test_alignment_text_made_with_the_records(default_db, default_seqs, device, default_search):
+    """alignment_text=True (a search whose alignments or hit file are written): each batch's text
+    is made in the records thread, so no batch keeps its trace columns; the records are the same."""
+    res = cascade.search(default_db, default_seqs, device, alignment_text=True)
+    sources = {id(h.domains._source): h.domains._source for h in res.records}
+    assert sources and all(src.pds.lines._build is None for src in sources.values())
+
+    def rows(r):
+        return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
+                 [(d.env_from, d.env_to, d.score, d.c_evalue, d.alignment.model_line, d.alignment.target_line,
+                   d.alignment.pp_line) for d in h.domains]) for h in r.records]
+
+    assert rows(res) == rows(default_search) and len(res.records) > 0
+
+
 @pytest.mark.parametrize("n_targets,max_len,n_models", [(93660, 35000, 2466), (1 << 30, 1 << 20, 40000), (5, 3, 1)])
 def test_hit_lexsort_is_lexsort(n_targets, max_len, n_models):
     """The packed sort gives np.lexsort's order: ties in model and score everywhere (as ten copies of

@@ -467,7 +467,8 @@ def _msv_thresholds(lp, db: ProfileDB, F1: float, margin_bits: float = 0.5):
 def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds | None = None, *,
            batch_cells: int | None = None, batch_seqs: int = 262144, progress=None,
            scratch_bytes: int | None = None, domains: bool = True,
-           options: SearchOptions | None = None, instrument: Instrument | None = None) -> SearchResult:
+           options: SearchOptions | None = None, instrument: Instrument | None = None,
+           alignment_text: bool = False) -> SearchResult:
     """Search every model of ``db`` against every sequence of ``seqs``.
 
     Arguments:
@@ -488,6 +489,10 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
             option of the device: give the same options to :func:`~hmmcascade.device.open_device`.
         instrument: profiling records to fill (:class:`~hmmcascade.instrument.Instrument`; default:
             the device's own, all off).
+        alignment_text: make each batch's alignment text with its records (in the records
+            thread), which frees the batch's displayed trace columns (16 bytes a column, against
+            about 5 for the text) at once: for a search whose alignments or hit file are written.
+            Otherwise the text is made when first read, and the columns are kept until then.
 
     Returns:
         SearchResult: reportable hits, per-stage statistics, Z.
@@ -495,7 +500,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     if instrument is not None:
         with _instrumented(dev, instrument):
             return search(db, seqs, dev, thresholds, batch_cells=batch_cells, batch_seqs=batch_seqs,
-                          progress=progress, scratch_bytes=scratch_bytes, domains=domains, options=options)
+                          progress=progress, scratch_bytes=scratch_bytes, domains=domains, options=options,
+                          alignment_text=alignment_text)
     th = (thresholds or Thresholds()).effective()
     if th.cut:
         check_cutoffs(db, th.cut)
@@ -526,6 +532,9 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         out.scored_domains()
         keys = {}
         hits = make_hits(db, seqs, index, out, th, Z, keys=keys)
+        lines = getattr(out.scored_domains(), "lines", None)
+        if alignment_text and hits and lines is not None:
+            lines.built()  # (the text now; the columns it is made from go)
         dev.instrument.mark("make_hits", t0)
         host_s[0] += time.perf_counter() - t0
         return hits, keys if keys or not hits else None

@@ -309,7 +309,8 @@ def cmd_search(args) -> int:
     with progress or contextlib.nullcontext():  # (a line at least every 10 s in a log, a bar on a terminal)
         if progress is not None:
             progress(0, seqs.total_residues)
-        res = cascade.search(db, seqs, dev, th, progress=progress, options=options)
+        res = cascade.search(db, seqs, dev, th, progress=progress, options=options,
+                             alignment_text=bool(args.hits or args.alignments))
     for h in res.records if first else ():
         h.model += first
     db = models
