@@ -3,6 +3,7 @@
 # Nothing from the config reaches a shell as code: values go into rules' params as lists of
 # arguments, which the rules expand with {params.NAME:q} (each element shell-quoted), and the
 # schema limits device names and file names to printable characters.
+import json
 import os
 import shlex
 import sys
@@ -114,11 +115,25 @@ def z_args(meta):
     return ["-Z", str(z)] if z else ["--targets-from", meta]
 
 
+#: a search job's host bytes per residue of its batch, beyond its inputs: its hits' records, domains
+#: and alignments.  Measured 2026-11-26 (H200 machine, before d8ab035): Pfam-A-sized models x 406,316
+#: proteins (90 M residues; 7.9 M hits, renamed copies, denser than real data) peaked at 35.8 GB
+#: where the inputs alone gave 9.4 GB: about 300 bytes a residue.
+SEARCH_BYTES_PER_RESIDUE = 300
+
+
 def search_mem_mb(wildcards, input):
-    """Host memory of one search job in MB: about 6 times its inputs (the pressed models, unpacked,
-    dominate) and 1 GB; measured 2026-11-25 (H100 machine): Pfam-A-sized models (1.25 GB pressed) x
-    37,464 proteins peaked at 7.0-7.4 GB."""
-    return int(6 * input.size_mb + 1024)
+    """Host memory of one search job in MB: about 6 times its inputs (the pressed models, unpacked)
+    and 1 GB (measured 2026-11-25, H100 machine: Pfam-A-sized models, 1.25 GB pressed, x 37,464
+    proteins peaked at 7.0-7.4 GB), plus SEARCH_BYTES_PER_RESIDUE a residue of its batch (the
+    prepared batches hold about equal residues: prepare's total over its batches)."""
+    try:
+        with open(input.meta) as fh:
+            meta = json.load(fh)
+        residues = int(meta["residues"]) / max(1, int(meta["batches"]))
+    except (OSError, AttributeError, TypeError, ValueError, KeyError):  # (not made yet: a dry run)
+        residues = 0
+    return int(6 * input.size_mb + 1024 + SEARCH_BYTES_PER_RESIDUE * residues / 1e6)
 
 
 #: a search job's time limit (Snakemake's runtime, minutes; a cluster's wall-clock limit) counts
