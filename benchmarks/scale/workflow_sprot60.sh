@@ -1,0 +1,29 @@
+# Issue 25's acceptance run: the workflow (snakemake --cores 16, default profile) on pfamA_like
+# (pfam35_dev x 9) x sprot_like (proteins_dev x 60) on the GPU machine, under a deadline of
+# WF_DEADLINE seconds (the device's 10-minute command limit); per-rule benchmark tables, logs and
+# nvidia-smi samples go to $OUT/wf_logs.tgz. Needs the prelude of ../shared/DEVICE.md, Snakemake's
+# wheels (device-wheels.sh --workflow) and pyarrow in /tmp/site; DATA as in search_and_merge_37k.sh.
+set -u
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; df -h /tmp . | tail -2
+S=${DATA:-.devdata}; D=/tmp/wf; mkdir -p $D $OUT
+/usr/bin/time -f "TIME make_scale %e s" python3 $S/make_scale.py $S/pfam35_dev.hmm.gz 9 $S/proteins_dev.faa.gz 60 $D
+ls -la $D
+cat > $D/config.yaml <<C
+databases: local
+hmms: $D/pfamA_like.hmm
+sequences: $D/sprot_like.faa
+C
+nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 2000 > $D/gpu.csv &
+G=$!
+free -g | head -2
+start=$(date +%s)
+timeout ${WF_DEADLINE:-490} snakemake --cores 16 --configfile $D/config.yaml > $D/snakemake.log 2>&1
+echo "snakemake rc $? after $(( $(date +%s) - start )) s"
+kill $G
+tail -25 $D/snakemake.log
+for f in logs/benchmarks/*.tsv logs/benchmarks/*/*.tsv; do echo "== $f"; cat $f; done
+tail -3 logs/*/*.log
+cat results/accuracy.txt 2>/dev/null | head -30
+ls -la results results/search 2>/dev/null | head -40
+sort -t, -k2 -n $D/gpu.csv | tail -1
+tar czf $OUT/wf_logs.tgz logs $D/snakemake.log $D/gpu.csv results/accuracy.txt results/accuracy.json results/stats.json 2>/dev/null
