@@ -148,10 +148,9 @@ class _BatchRows:
         first = np.empty(len(hits), dtype=np.int64)
         nd = np.empty(len(hits), dtype=np.int64)
         order = np.argsort(sid, kind="stable")
-        bounds = segment_starts(np.bincount(sid, minlength=len(sources)))
+        groups = np.split(order, segment_starts(np.bincount(sid, minlength=len(sources)))[1:])
         base = 0
-        for j, src in enumerate(sources):  # a batch's domains in its order (those of all its hits)
-            mine = order[bounds[j]: bounds[j + 1]] if j + 1 < len(sources) else order[bounds[j]:]
+        for src, mine in zip(sources, groups):  # a batch's domains in its order (those of all its hits)
             first[mine] = base + src.first[k[mine]]
             nd[mine] = src.nd[k[mine]]
             idx = segment_ranges(src.pds.dom_start[src.P], src.nd)
@@ -196,15 +195,16 @@ def _line_arrays(pa, lines) -> dict:
     cached = getattr(lines, "_arrow", None)
     if cached is not None:
         return cached
-    start, end, has_rf, has_cs = lines.arrays()
+    lines.built()
+    start, end = np.asarray(lines.start, dtype=np.int64), np.asarray(lines.end, dtype=np.int64)
     n = len(start)
     out = {}
     for name in LINE_FIELDS:
         kind = name[:-5]
         data, valid = getattr(lines, kind), None
         if kind in ("rf", "cs"):
-            has = has_rf if kind == "rf" else has_cs
-            valid = has if data is not None else np.zeros(n, dtype=bool)
+            valid = (np.asarray(lines.has_rf if kind == "rf" else lines.has_cs, dtype=bool) if data is not None
+                     else np.zeros(n, dtype=bool))
         data = data or b""
         lengths = end - start if valid is None else np.where(valid, end - start, 0)
         offsets = np.zeros(n + 1, dtype=np.int64)
@@ -332,7 +332,6 @@ def write_hit_file(path, hits: list[Hit], meta: dict | None = None) -> None:
     :func:`~hmmcascade.outfiles.open_output`)."""
     from .outfiles import open_output
 
-    pa, _ = _pa()
     model = np.fromiter((h.model for h in hits), dtype=np.int64, count=len(hits))
     target = np.fromiter((h.target for h in hits), dtype=np.int64, count=len(hits))
     with open_output(path, "wb") as fh:

@@ -127,12 +127,11 @@ class AlignmentLines:
     constructor's keyword arguments (what it needs, such as traces, is released then).
     """
 
-    __slots__ = ("model", "match", "target", "pp", "rf", "cs", "start", "end", "has_rf", "has_cs", "_build", "_arrays",
-                 "_arrow")
+    __slots__ = ("model", "match", "target", "pp", "rf", "cs", "start", "end", "has_rf", "has_cs", "_build", "_arrow")
 
     def __init__(self, model: bytes, match: bytes, target: bytes, pp: bytes, start, end,
                  rf: bytes | None = None, cs: bytes | None = None, has_rf=None, has_cs=None):
-        self._build, self._arrays, self._arrow = None, None, None
+        self._build, self._arrow = None, None
         self.model, self.match, self.target, self.pp = model, match, target, pp
         self.start, self.end = _int_list(start), _int_list(end)
         self.rf, self.cs = rf, cs
@@ -152,17 +151,6 @@ class AlignmentLines:
             build = self._build
             self.__init__(**build())
         return self
-
-    def arrays(self) -> tuple:
-        """``start``, ``end`` (int64), ``has_rf``, ``has_cs`` (bool, or None) as numpy arrays (made once)."""
-        self.built()
-        if self._arrays is None:
-            import numpy as np
-
-            self._arrays = (np.asarray(self.start, dtype=np.int64), np.asarray(self.end, dtype=np.int64),
-                            None if self.has_rf is None else np.asarray(self.has_rf, dtype=bool),
-                            None if self.has_cs is None else np.asarray(self.has_cs, dtype=bool))
-        return self._arrays
 
     def text(self, n: int, name: str) -> str | None:
         """Line ``name`` (an :data:`LINE_FIELDS` name) of alignment ``n``."""
