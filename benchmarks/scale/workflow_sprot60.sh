@@ -6,7 +6,7 @@
 set -u
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; df -h /tmp . | tail -2
 S=${DATA:-.devdata}; D=/tmp/wf; mkdir -p $D $OUT
-/usr/bin/time -f "TIME make_scale %e s" python3 $S/make_scale.py $S/pfam35_dev.hmm.gz 9 $S/proteins_dev.faa.gz 60 $D
+[ -s $D/sprot_like.faa ] || /usr/bin/time -f "TIME make_scale %e s" python3 $S/make_scale.py $S/pfam35_dev.hmm.gz 9 $S/proteins_dev.faa.gz 60 $D
 ls -la $D
 cat > $D/config.yaml <<C
 databases: local

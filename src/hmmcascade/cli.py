@@ -311,6 +311,7 @@ def cmd_search(args) -> int:
             progress(0, seqs.total_residues)
         res = cascade.search(db, seqs, dev, th, progress=progress, options=options,
                              alignment_text=bool(args.hits or args.alignments))
+    searched_at = time.time()
     for h in res.records if first else ():
         h.model += first
     db = models
@@ -330,7 +331,16 @@ def cmd_search(args) -> int:
     n_rep = sum(h.reported for h in res.records)
     n_dom = sum(h.nreported for h in res.records if h.reported)
     print(f"# {n_rep} reported hits, {n_dom} reported domains", file=sys.stderr)
+    print(f"# {searched_at - started_at:.1f} s to the search's end, {time.time() - searched_at:.1f} s writing; "
+          f"peak host memory {_peak_rss_mb():,.0f} MB", file=sys.stderr)
     return 0
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory in MB (Linux's ru_maxrss is in KB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def cmd_merge(args) -> int:
@@ -373,7 +383,8 @@ def cmd_merge(args) -> int:
                                  f"(the per-stage statistics lack {exc})") from None
             write_json(args.stats, {"Z": Z, "stats": total})
     print(f"merged {len(args.hits)} hit files ({summary.hits} hits, {summary.blocks} blocks of models, "
-          f"{summary.runs} sorted runs of proteins): {summary.reported} reported hits", file=sys.stderr)
+          f"{summary.runs} sorted runs of proteins): {summary.reported} reported hits; models' tables "
+          f"{summary.step1_s:.1f} s, proteins' tables {summary.step2_s:.1f} s", file=sys.stderr)
     return 0
 
 

@@ -82,6 +82,8 @@ class MergeSummary:
     blocks: int = 0
     runs: int = 0  #: blocks that wrote sorted runs of proteins
     parts: int = 1  #: parts of the protein names made apart in step 2
+    step1_s: float = 0.0  #: seconds of step 1 (blocks of models: tables, alignments, merged hit file)
+    step2_s: float = 0.0  #: seconds of step 2 (per-protein tables)
 
 
 class _MemorySource:
@@ -430,6 +432,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                         merged=merged is not None, annotations=bool(annotations), spool=spool,
                         bounds=_name_bounds(sources, parts) if annotations else [],
                         run_chunk=max(64, RUN_CHUNK // workers) if parallel else RUN_CHUNK)
+        t0 = time.perf_counter()
         runs: list[list[str]] = [[] for _ in range(len(job.bounds) + 1)]  # per part, the blocks' runs
         summary.parts = len(runs)
         for result in _block_results(job, sources, paths, blocks, queries, pool, workers):
@@ -451,6 +454,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             stream.close()
         if merged is not None:
             merged.close()
+        summary.step1_s = time.perf_counter() - t0
 
         # step 2: each part of the proteins (by name) from its runs, the parts written in order
         if annotations and pool is not None:
@@ -465,4 +469,5 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             _annotate_runs([path for part in runs for path in part], families, annotations, part_rows)
         for stream in annotations.values():
             stream.close()
+        summary.step2_s = time.perf_counter() - t0 - summary.step1_s
     return summary

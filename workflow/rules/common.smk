@@ -45,9 +45,9 @@ def get_sequences():
 
 def _auto_shards():
     """(model shards, sequence shards) for shards: auto, from the inputs' sizes: about
-    AUTO_JOB_CELLS cells (model nodes x residues) a search job, a few minutes on one GPU at the
-    H100's ~2,500 GCUPS end to end (2026-11-25); one model shard (the models' tables fit a GPU:
-    Pfam-A's take 2.4 GiB). Sizes are estimated from the files: 470 bytes of HMM text a node, 1
+    AUTO_JOB_CELLS cells (model nodes x residues) and at most AUTO_JOB_RESIDUES residues a search
+    job, a few minutes on one GPU at the H100's ~2,500 GCUPS end to end (2026-11-25); one model
+    shard (the models' tables fit a GPU: Pfam-A's take 2.4 GiB). Sizes are estimated from the files: 470 bytes of HMM text a node, 1
     byte of FASTA a residue, gzip 4x and 2x smaller. Inputs not there yet (to be downloaded): 2."""
     try:
         hmm, seqs = get_hmms(), get_sequences()
@@ -55,10 +55,15 @@ def _auto_shards():
         residues = os.path.getsize(seqs) * (2 if seqs.endswith(".gz") else 1)
     except OSError:
         return 1, 2
-    return 1, max(1, min(256, int(-(-nodes * residues // AUTO_JOB_CELLS))))
+    by_cells = -(-nodes * residues // AUTO_JOB_CELLS)
+    by_memory = -(-residues // AUTO_JOB_RESIDUES)
+    return 1, max(1, min(256, int(max(by_cells, by_memory))))
 
 
 AUTO_JOB_CELLS = 5e14
+#: at most this many residues a search job under shards: auto, so that its hits stay well inside
+#: a workstation's memory (SEARCH_BYTES_PER_RESIDUE a residue: about 15 GB)
+AUTO_JOB_RESIDUES = 50e6
 
 
 def _shard_counts():
