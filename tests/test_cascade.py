@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from functools import partial
 
@@ -10,6 +11,7 @@ import pytest
 
 from hmmcascade import cascade, profiles, reporting, scheduler, stats
 from hmmcascade.options import SearchOptions
+from hmmcascade.results import reported_counts
 
 
 @pytest.mark.parametrize("F1", [0.02, 1e-4, 1.0])
@@ -212,6 +214,23 @@ def test_alignment_text_made_with_the_records(default_db, default_seqs, device, 
                    d.alignment.pp_line) for d in h.domains]) for h in r.records]
 
     assert rows(res) == rows(default_search) and len(res.records) > 0
+
+
+@pytest.mark.parametrize("cut", [None, "ga"])
+def test_reported_counts_from_the_flag_arrays(default_db, default_seqs, device, default_search, cut):
+    """The CLI's counts of reported hits and domains, from the batches' flag arrays (no Domain
+    objects made), equal those of the records, with E-value thresholds and with GA cutoffs."""
+    res = default_search if cut is None else cascade.search(default_db, default_seqs, device,
+                                                            cascade.Thresholds(cut=cut))
+    counts = reported_counts(res.records)
+    if cut is not None:  # (a fresh search: the counts made no Domain objects)
+        assert all(h.domains._source._lists is None for h in res.records)
+    assert counts == (sum(h.reported for h in res.records), sum(h.nreported for h in res.records if h.reported))
+    assert counts[0] > 50 and counts[1] > counts[0] * (1.5 if cut is None else 0.9)
+    plain = [copy.copy(h) for h in res.records]  # (domains as plain lists of records: counted one by one)
+    for h in plain:
+        h.domains = list(h.domains)
+    assert reported_counts(plain) == counts
 
 
 @pytest.mark.parametrize("n_targets,max_len,n_models", [(93660, 35000, 2466), (1 << 30, 1 << 20, 40000), (5, 3, 1)])

@@ -97,7 +97,11 @@ def test_header_only_hmm(tmp_path):
     pytest.param(2, False, id="second-model-mid-line"),
     pytest.param(2, True, id="second-model-line-end"),
 ])
-def test_truncated_hmm(model, whole_lines, hmm_text, tmp_path):
+@pytest.mark.parametrize("reader", [
+    pytest.param(hio.read_hmms, id="read_hmms"),
+    pytest.param(lambda path: hio.read_hmm_sample(path, lambda lengths: [0]), id="read_hmm_sample"),
+])
+def test_truncated_hmm(model, whole_lines, hmm_text, tmp_path, reader):
     """A model file cut short is an error, not a shorter list of models.
 
     Cut in the first model, pyhmmer returns zero models (line end) or raises
@@ -112,7 +116,35 @@ def test_truncated_hmm(model, whole_lines, hmm_text, tmp_path):
         assert not text.endswith("\n")
     path = tmp_path / "cut.hmm"
     path.write_text(text)
-    input_error(hio.read_hmms, path)
+    input_error(reader, path)
+
+
+def test_read_hmm_sample_parses_the_chosen_models(default_hmms, tmp_path):
+    """compare's sample: every model's length goes to ``choose``, and the models it picks come back
+    equal to read_hmms' (gzipped and plain text: only those parsed; binary: read whole)."""
+    plain, binary = tmp_path / "m.hmm", tmp_path / "m.h3m"
+    with gzip.open(DEFAULT_HMMS, "rb") as fi, open(plain, "wb") as fo:
+        shutil.copyfileobj(fi, fo)
+    with open(binary, "wb") as fh:
+        for h in default_hmms:
+            h.write(fh, binary=True)
+    for path in (DEFAULT_HMMS, plain, binary):
+        seen = []
+
+        def choose(lengths):
+            seen.append(list(lengths))
+            return [40, 3, 17]
+
+        hmms, chosen = hio.read_hmm_sample(path, choose)
+        assert seen == [[h.M for h in default_hmms]], path
+        assert chosen == [3, 17, 40]
+        assert [h.name for h in hmms] == [default_hmms[i].name for i in chosen]
+        assert all(a == default_hmms[i] for a, i in zip(hmms, chosen))
+    dna = tmp_path / "dna.hmm"  # (a chosen model of another alphabet: one line naming the file)
+    text = plain.read_text()
+    dna.write_text(text.replace("ALPH  amino", "ALPH  DNA", 1))
+    with pytest.raises(InputError, match=str(dna)):
+        hio.read_hmm_sample(dna, lambda lengths: [0])
 
 
 def test_truncated_gzip(tmp_path):

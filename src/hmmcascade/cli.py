@@ -285,7 +285,7 @@ def cmd_search(args) -> int:
     from . import builds, cascade, device
     from .output import pipeline_summary, progress_printer, write_json
     from .columnar import write_hit_file
-    from .results import save_hits
+    from .results import reported_counts, save_hits
 
     started_at = time.time()
     th = _thresholds(args)
@@ -328,8 +328,7 @@ def cmd_search(args) -> int:
             write_json(args.stats, {"Z": res.Z, "device": res.device, "stats": stats, "started_at": started_at,
                                     "finished_at": time.time()})
     print(pipeline_summary(stats, res.Z, res.device, th), file=sys.stderr)
-    n_rep = sum(h.reported for h in res.records)
-    n_dom = sum(h.nreported for h in res.records if h.reported)
+    n_rep, n_dom = reported_counts(res.records)
     print(f"# {n_rep} reported hits, {n_dom} reported domains", file=sys.stderr)
     print(f"# {searched_at - started_at:.1f} s to the search's end, {time.time() - searched_at:.1f} s writing; "
           f"peak host memory {_peak_rss_mb():,.0f} MB", file=sys.stderr)
@@ -390,7 +389,7 @@ def cmd_merge(args) -> int:
 
 def cmd_compare(args) -> int:
     from .compare import compare_hits, plan_compare, run_pyhmmer, summary_text
-    from .io import read_hmms
+    from .io import read_hmm_sample
     from .outfiles import write_text
     from .merge import open_hit_source
     from .output import write_json
@@ -408,12 +407,17 @@ def cmd_compare(args) -> int:
             max_seconds = args.max_fraction * float(wall)
     source = open_hit_source(args.ours)  # (a Parquet hit file is read only for the models compared)
     seqs = _load_seqs(args.seqs)
-    hmms = read_hmms(args.hmms)
     Z = th.Z if th.Z is not None else float(len(seqs))
-    plan = plan_compare([h.M for h in hmms], seqs.total_residues, args.cpus or os.cpu_count() or 1, max_seconds,
-                        args.mode, args.seed, args.sample_models)
+    plans = []
+
+    def choose(lengths):  # (only the models compared are parsed)
+        plans.append(plan_compare(lengths, seqs.total_residues, args.cpus or os.cpu_count() or 1, max_seconds,
+                                  args.mode, args.seed, args.sample_models))
+        return plans[0]["models"].tolist()
+
+    hmms, _ = read_hmm_sample(args.hmms, choose)
+    plan = plans[0]
     if plan["mode"] == "sample":  # (each model on its own: at the whole search's Z, its rows are the full search's)
-        hmms = [hmms[i] for i in plan["models"].tolist()]
         names = {h.name for h in hmms}
         ours = [h for m in plan["models"].tolist() for h in source.read_models(m, m + 1) if h.model_name in names]
     else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 
 import numpy as np
@@ -334,17 +335,23 @@ def write_hit_file(path, hits: list[Hit], meta: dict | None = None) -> None:
 
     model = np.fromiter((h.model for h in hits), dtype=np.int64, count=len(hits))
     target = np.fromiter((h.target for h in hits), dtype=np.int64, count=len(hits))
-    with open_output(path, "wb") as fh:
+    with open_output(path, "wb") as fh, ThreadPoolExecutor(1) as encoder:
         writer = HitFileWriter(fh, meta)
         rows = _BatchRows.of(hits)  # (a search's hits: their domains from its batches' arrays)
         order = np.lexsort((target, model))
+        pending = None  # (a row group encoded and written by Arrow in a thread while the next is made here)
         for s in range(0, len(order), ROW_GROUP_HITS):
             at = order[s: s + ROW_GROUP_HITS]
             part = [hits[i] for i in at.tolist()]
             if rows is None:
                 writer.add(part)
-            else:
-                writer.add_table(_table(part, writer.schema, rows, at))
+                continue
+            table = _table(part, writer.schema, rows, at)
+            if pending is not None:
+                pending.result()
+            pending = encoder.submit(writer.add_table, table)
+        if pending is not None:
+            pending.result()
         writer.close()
 
 

@@ -170,6 +170,80 @@ def read_hmms(path: str | os.PathLike) -> list:
     return hmms
 
 
+def _text_records(path: Path):
+    """(the file's bytes, each model's (start, end) in them, through its ``//`` line) of a text HMM
+    file, found by the ``//`` lines alone, without parsing; None for a binary file.  A plain file
+    is memory-mapped, a gzipped one unpacked in memory."""
+    import mmap
+
+    with open_input(path) as fh:
+        if fh.read(5) != b"HMMER":
+            return None
+        if isinstance(fh, gzip.GzipFile):
+            fh.seek(0)
+            data = fh.read()
+        else:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    spans, start = [], 0
+    while True:
+        end = data.find(b"\n//", start)
+        if end < 0:
+            break
+        eol = data.find(b"\n", end + 3)
+        eol = len(data) if eol < 0 else eol + 1
+        spans.append((start, eol))
+        start = eol
+    if data[start:].strip():
+        raise InputError(f"{path}: truncated HMM file (the last model does not end with '//')")
+    return data, spans
+
+
+_LENG = re.compile(rb"^LENG\s+(\d+)", re.M)
+
+
+def read_hmm_sample(path: str | os.PathLike, choose) -> tuple[list, list[int]]:
+    """Some profile HMMs of a file: ``choose(lengths)`` (every model's length, in file order)
+    returns the indices to read; only those models are parsed (text files: the others are cut out
+    by their ``//`` lines; a binary file is read whole).  Returns (those HMMs in index order, the
+    indices).  The chosen models are checked as :func:`read_hmms` checks all.
+
+    Raises:
+        InputError: missing, empty, malformed, truncated, or not protein models.
+    """
+    path = Path(path)
+    check_input_file(path, "HMM")
+    found = _text_records(path)
+    if found is None:  # (binary: read whole)
+        hmms = read_hmms(path)
+        chosen = sorted(int(i) for i in choose([h.M for h in hmms]))
+        return [hmms[i] for i in chosen], chosen
+    data, spans = found
+    if not spans:
+        raise InputError(f"{path}: no HMMER3 models could be read (malformed or truncated file)")
+    lengths = []
+    for k, (a, b) in enumerate(spans):
+        m = _LENG.search(data, a, min(b, a + (1 << 16)))
+        if m is None:
+            raise InputError(f"{path}: not a valid HMMER3 model file (model {k + 1} has no LENG line)")
+        lengths.append(int(m.group(1)))
+    chosen = sorted(int(i) for i in choose(lengths))
+    text = b"".join(data[spans[i][0]: spans[i][1]] for i in chosen)
+    del data
+    try:
+        with HMMFile(io.BytesIO(text)) as fh:
+            hmms = list(fh)
+    except Exception as exc:
+        raise InputError(f"{path}: not a valid HMMER3 model file ({_one_line(exc)})") from None
+    if len(hmms) != len(chosen):
+        raise InputError(f"{path}: {len(chosen)} models chosen but {len(hmms)} read (malformed file)")
+    amino = Alphabet.amino()
+    for hmm in hmms:
+        if hmm.alphabet != amino:
+            raise InputError(f"{path}: model {hmm.name} is a {_alphabet_name(hmm.alphabet)} model; "
+                             "hmmcascade searches protein models")
+    return hmms, chosen
+
+
 @dataclass
 class SequenceSet:
     """Digital protein sequences, concatenated.

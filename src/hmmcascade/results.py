@@ -205,6 +205,23 @@ class Domain:
         return self.alignment.hmm_to
 
 
+def reported_counts(hits) -> tuple[int, int]:
+    """(reported hits, reported domains of reported hits) of a search's records, counted from
+    their batches' flag arrays where the domains are a batch's (:class:`DomainList`), so that
+    counting makes no Domain objects; domains of a hit not reported are never reported."""
+    n_hits, n_domains, sources = 0, 0, {}
+    for h in hits:
+        if not h.reported:
+            continue
+        n_hits += 1
+        src = getattr(h.domains, "_source", None)
+        if src is not None and hasattr(src, "reported"):
+            sources[id(src)] = src
+        else:
+            n_domains += sum(d.reported for d in h.domains)
+    return n_hits, n_domains + sum(int(src.reported.sum()) for src in sources.values())
+
+
 class DomainList(Sequence):
     """A hit's domains as a read-only sequence, made from its batch's arrays when first read.
 
