@@ -152,6 +152,33 @@ def test_merge_rejects_a_non_hits_file(tmp_path):
 
 
 
+def test_merge_into_parts_and_from_parts(tmp_path, small_seqs):
+    """merge --to-parts per shard of the models, then --from-parts: the tables of one merge; misuse is
+    one line and exit status 1, leaving no output."""
+    hits = tmp_path / "all.parquet"
+    run = _run("search", HMMS, small_seqs, "--quiet", "--hits", hits, "--tblout", tmp_path / "one.tbl")
+    assert run.returncode == 0, run.stderr
+    parts = []
+    for k in (1, 2):
+        parts.append(tmp_path / f"part{k}")
+        run = _run("merge", hits, "--models", HMMS, "--model-shard", f"{k}/2", "--to-parts", parts[-1],
+                   "--seqs", small_seqs, "-Z", "400", "--cpu", "1")
+        assert run.returncode == 0 and f"into {parts[-1]}" in run.stderr, run.stderr
+    run = _run("merge", "--from-parts", *parts, "--models", HMMS, "-Z", "400", "--tblout", tmp_path / "m.tbl")
+    assert run.returncode == 0, run.stderr
+
+    def rows(path):
+        return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    assert rows(tmp_path / "m.tbl") == rows(tmp_path / "one.tbl") != []
+    for bad, says in ((["merge", hits, "--from-parts", parts[0]], "hit files or --from-parts"),
+                      (["merge", "--from-parts", parts[1], parts[0]], "give every shard's part"),
+                      (["merge", hits, "--models", HMMS, "--to-parts", tmp_path / "p", "--seqs", small_seqs,
+                        "--tblout", tmp_path / "x.tbl"], "--tblout belongs to merge --from-parts")):
+        run = _run(*bad, "-Z", "400", *(["--tblout", tmp_path / "x.tbl"] if "--tblout" not in bad else []))
+        assert run.returncode == 1 and says in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert not (tmp_path / "x.tbl").exists() and not (tmp_path / "p").exists()
+
+
 def test_an_error_line_can_name_the_package_frame_it_came_through(tmp_path):
     """OpenCL runtime errors carry ``(at FILE:LINE in FUNCTION)``: the innermost frame of the
     package that the error passed through (here a real error from reading a missing file)."""

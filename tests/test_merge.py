@@ -157,6 +157,58 @@ def test_streaming_merge_equals_the_in_memory_writers(tmp_path, default_search, 
     assert summary.reported == sum(h.reported for h in hits)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_merge_of_model_shards_into_parts_equals_one_merge(tmp_path, default_search, default_db, default_seqs,
+                                                           workers):
+    """The workflow's pipelined merge: each shard of the models (3) over every batch of the targets (2) merged
+    into a folder of its own (merge --to-parts, while the next shard searches), then the outputs from the
+    folders (merge --from-parts): every output equal, line for line, to the in-memory writers' on all hits;
+    parts out of order or missing are one-line errors."""
+    from hmmcascade.merge import merge_parts
+
+    hits = default_search.records
+    families = _families(default_db)
+    queries = query_infos(default_db)
+    folders = []
+    for k in (1, 2, 3):
+        first, stop = default_db.shard(k, 3)
+        paths = []
+        for b in range(2):
+            batch = [copy.deepcopy(h) for h in hits if h.target % 2 == b and first <= h.model < stop]
+            for h in batch:
+                h.target //= 2
+            paths.append(tmp_path / f"batch{b}.m{k}.parquet")
+            write_hit_file(paths[-1], batch, {"Z": Z})
+        folders.append(str(tmp_path / f"part{k}"))
+        summary = merge_hit_files(paths, Thresholds(Z=Z), Z, queries=queries, outputs={}, command="x", block_hits=7,
+                                  workers=workers, model_range=(first, stop), parts_dir=folders[-1],
+                                  names=default_seqs.names)
+        assert summary.reported == sum(h.reported for h in hits if first <= h.model < stop)
+        assert not os.path.exists(folders[-1] + ".partial")
+    (tmp_path / "ref").mkdir()
+    ref = _in_memory(tmp_path / "ref", hits, default_db, default_seqs, families)
+    out = tmp_path / "merged"
+    out.mkdir()
+    names = ("tblout", "domtblout", "alignments", "pfamscan", "gff3", "ipr_tsv", "protein_summary")
+    outputs = {name: out / name for name in names}
+    outputs["merged_hits"] = out / "hits.parquet"
+    kw = dict(families=families, md5s=sequence_md5s(default_seqs), command="x", part_rows=5, workers=workers,
+              descriptions={q.name: q.description for q in queries}, n_models=len(queries))
+    summary = merge_parts(folders, Z, outputs=outputs, **kw)
+    for name in names:
+        assert _text(out / name) == ref[name], name
+    assert summary.reported == sum(h.reported for h in hits) and summary.runs > 3
+    merged = HitFile(out / "hits.parquet").read_all()
+    assert sorted((h.model, h.target_name, h.score, h.reported) for h in merged) == \
+        sorted((h.model, h.target_name, h.score, h.reported) for h in hits)
+    with pytest.raises(ValueError, match="part2: models .*give every shard"):
+        merge_parts(folders[1:], Z, outputs={"tblout": tmp_path / "x"}, **kw)
+    with pytest.raises(ValueError, match="part2: the parts end at model .*models file has 48"):
+        merge_parts(folders[:2], Z, outputs={"tblout": tmp_path / "x"}, **kw)
+    with pytest.raises(ValueError, match="not a merge part"):
+        merge_parts([str(tmp_path)], Z, outputs={"tblout": tmp_path / "x"}, **kw)
+
+
 @pytest.mark.parametrize("names", [("tblout",), ("pfamscan",), ("merged_hits",)])
 def test_merge_of_one_output_in_many_blocks(tmp_path, default_search, default_db, default_seqs, names):
     """Any one output alone (the others not asked for), in many blocks: the same as with all outputs."""

@@ -101,6 +101,13 @@ def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
     # (the merge's MD5s come from the prepared batches, the search's from the FASTA: the same)
     assert rows(tmp_path / "results/hmmcascade.interproscan.tsv") == rows(str(one) + ".ipr.tsv") != []
     assert rows(tmp_path / "results/hmmcascade.proteins.tsv") == rows(str(one) + ".proteins.tsv")
+    tbl = (tmp_path / "results/hmmcascade.tblout").read_text().splitlines()
+    assert tbl[0].startswith("#") and sum("target name" in line for line in tbl) == 1  # (one head: shard 1's)
+    ali = (tmp_path / "results/hmmcascade.alignments.txt").read_text().splitlines()
+    assert ali[-1] == "[ok]" and ali.count("[ok]") == 1 and sum(line.startswith("Query:") for line in ali) == 8
+    # each shard of the models merged into a part of its own as its searches ended; the parts then removed
+    assert sorted(p.name for p in (tmp_path / "logs/merge_shard").iterdir()) == [f"part.m{k}.log" for k in (1, 2, 3)]
+    assert not list((tmp_path / "results/merge").glob("part*"))
     accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
     assert accuracy["recall"] == accuracy["precision"] == 1.0 and accuracy["sample"] is None
     # every search job asks for a GPU, host memory and a time limit (a cluster's request)

@@ -15,15 +15,19 @@ sequences: $D/sprot_like.faa
 C
 nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 2000 > $D/gpu.csv &
 G=$!
+# the machine's memory in use (MB) every 2 s: the workflow's peak host memory, all jobs together
+(while sleep 2; do free -m | awk '/^Mem:/{print $3}'; done) > $D/host_mem.csv &
+H=$!
 free -g | head -2
 start=$(date +%s)
 timeout ${WF_DEADLINE:-490} snakemake --cores 16 --configfile $D/config.yaml > $D/snakemake.log 2>&1
 echo "snakemake rc $? after $(( $(date +%s) - start )) s"
-kill $G
+kill $G $H
+echo "host memory in use, max over the run: $(sort -n $D/host_mem.csv | tail -1) MB (before: $(head -1 $D/host_mem.csv) MB)"
 tail -25 $D/snakemake.log
 for f in logs/benchmarks/*.tsv logs/benchmarks/*/*.tsv; do echo "== $f"; cat $f; done
-tail -3 logs/*/*.log
+tail -n 3 logs/*/*.log
 cat results/accuracy.txt 2>/dev/null | head -30
 ls -la results results/search 2>/dev/null | head -40
 sort -t, -k2 -n $D/gpu.csv | tail -1
-tar czf $OUT/wf_logs.tgz logs $D/snakemake.log $D/gpu.csv results/accuracy.txt results/accuracy.json results/stats.json 2>/dev/null
+tar czf $OUT/wf_logs.tgz logs $D/snakemake.log $D/gpu.csv $D/host_mem.csv results/accuracy.txt results/accuracy.json results/stats.json 2>/dev/null

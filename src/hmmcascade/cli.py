@@ -344,22 +344,30 @@ def _peak_rss_mb() -> float:
 
 def cmd_merge(args) -> int:
     """Merge the search jobs' hits, apply the thresholds of the whole search (Z, domZ), write the
-    outputs; streamed a block of models at a time (:mod:`hmmcascade.merge`)."""
+    outputs; streamed a block of models at a time (:mod:`hmmcascade.merge`).  With ``--to-parts``,
+    one shard of the models into a folder; with ``--from-parts``, the outputs from those folders."""
     from .cascade import StageStats
-    from .merge import merge_hit_files, open_hit_source
+    from .merge import merge_hit_files, merge_parts, open_hit_source
     from .output import query_infos, write_json
 
     th = _thresholds(args)
     Z = _search_space(args)
     if Z is None:
         raise ValueError("merge needs the search space: -Z or --targets-from")
-    inputs = [*args.hits, *args.batch_stats, *args.seqs, *([args.models] if args.models else [])]
+    if bool(args.hits) == bool(args.from_parts):
+        raise ValueError("merge takes hit files or --from-parts folders (one of them)")
+    workers = max(1, len(os.sched_getaffinity(0)) if args.cpu is None else args.cpu)
+    db = _load_models(args.models) if args.models else None
+    queries = query_infos(db) if db is not None else None
+    if args.to_parts:
+        return _merge_to_parts(args, th, Z, db, queries, workers)
+    if args.model_shard:
+        raise ValueError("--model-shard merges one shard of the models, with --to-parts")
+    inputs = [*args.hits, *args.from_parts, *args.batch_stats, *args.seqs, *([args.models] if args.models else [])]
     outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats"), inputs=inputs)
     families = _read_families(args)
     batches = [_read_json_file(path, "search --stats", "stats") for path in args.batch_stats]
     sources = [open_hit_source(path) for path in args.hits]  # (each checked before any output is written)
-    db = _load_models(args.models) if args.models else None
-    queries = query_infos(db) if db is not None else None
     command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with outputs:
         md5s = None
@@ -370,10 +378,14 @@ def cmd_merge(args) -> int:
         paths = {name: getattr(args, name, None) for name in (*_TABLE_OPTIONS, "merged_hits")}
         if paths["merged_hits"] and not str(paths["merged_hits"]).endswith(".parquet"):
             raise ValueError(f"{paths['merged_hits']}: --merged-hits writes a Parquet hit file; name it *.parquet")
-        summary = merge_hit_files(sources, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
-                                  descriptions={q.name: q.description for q in queries} if queries else None,
-                                  command=command,
-                                  workers=max(1, len(os.sched_getaffinity(0)) if args.cpu is None else args.cpu))
+        descriptions = {q.name: q.description for q in queries} if queries else None
+        if args.from_parts:
+            summary = merge_parts(args.from_parts, Z, outputs=paths, families=families, md5s=md5s,
+                                  descriptions=descriptions, command=command, workers=workers,
+                                  n_models=len(queries) if queries is not None else None)
+        else:
+            summary = merge_hit_files(sources, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
+                                      descriptions=descriptions, command=command, workers=workers)
         if args.stats:
             try:
                 total = StageStats.combine_batches(batches).as_dict() if batches else {}
@@ -381,9 +393,39 @@ def cmd_merge(args) -> int:
                 raise InputError(f"{' '.join(args.batch_stats)}: not search --stats files "
                                  f"(the per-stage statistics lack {exc})") from None
             write_json(args.stats, {"Z": Z, "stats": total})
-    print(f"merged {len(args.hits)} hit files ({summary.hits} hits, {summary.blocks} blocks of models, "
+    what = f"{len(args.from_parts)} parts" if args.from_parts else f"{len(args.hits)} hit files"
+    print(f"merged {what} ({summary.hits} hits, {summary.blocks} blocks of models, "
           f"{summary.runs} sorted runs of proteins): {summary.reported} reported hits; models' tables "
           f"{summary.step1_s:.1f} s, proteins' tables {summary.step2_s:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _merge_to_parts(args, th, Z: float, db, queries, workers: int) -> int:
+    """``merge --to-parts DIR``: the tables' text, merged hit rows and per-protein runs of one shard
+    of the models (``--model-shard``; every model without it) into DIR, for ``merge --from-parts``."""
+    from .merge import merge_hit_files, open_hit_source
+
+    given = [o for o, path in _outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats").items() if path]
+    if given:
+        raise ValueError(f"merge --to-parts writes its folder alone; {given[0]} belongs to merge --from-parts")
+    if queries is None:
+        raise ValueError("merge --to-parts needs --models (the shard's models and their names)")
+    if not args.seqs:
+        raise ValueError("merge --to-parts needs --seqs (every searched sequence: the parts' cuts of their names)")
+    first, stop = 0, len(queries)
+    if args.model_shard:
+        k, n = args.model_shard
+        try:
+            first, stop = db.shard(k, n)
+        except ValueError as exc:
+            raise InputError(f"{args.models}: {exc}") from None
+    names = [name for path in args.seqs for name in _load_seqs(path).names]
+    sources = [open_hit_source(path) for path in args.hits]
+    command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    summary = merge_hit_files(sources, th, Z, queries=queries, outputs={}, command=command, workers=workers,
+                              model_range=(first, stop), parts_dir=args.to_parts, names=names)
+    print(f"merged {len(args.hits)} hit files of models {first}-{stop} into {args.to_parts} ({summary.hits} hits, "
+          f"{summary.blocks} blocks): {summary.reported} reported hits in {summary.step1_s:.1f} s", file=sys.stderr)
     return 0
 
 
@@ -498,8 +540,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_prepare)
 
     s = sub.add_parser("merge", help="merge per-batch hits; threshold; write tables, alignments, annotations")
-    s.add_argument("hits", nargs="+", help="hit files from search --hits (Parquet, or gzipped JSON)")
+    s.add_argument("hits", nargs="*", help="hit files from search --hits (Parquet, or gzipped JSON)")
     s.add_argument("--models", help="the searched models (.npz or HMM file): query order and names in the tables")
+    s.add_argument("--to-parts", metavar="DIR",
+                   help="merge one shard of the models (--model-shard; every hit file of its models) into the "
+                        "folder DIR: its tables' text, merged hits and per-protein runs, for --from-parts")
+    s.add_argument("--model-shard", metavar="K/N", type=_shard_arg, default=None,
+                   help="with --to-parts: shard K of N of the models, as search --model-shard")
+    s.add_argument("--from-parts", nargs="+", default=[], metavar="DIR",
+                   help="the outputs from the folders of merge --to-parts (every shard's, in model order) "
+                        "instead of hit files")
     s.add_argument("--merged-hits", help="write the merged, thresholded hit records here (a Parquet hit file, *.parquet)")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])

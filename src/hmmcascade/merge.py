@@ -44,6 +44,7 @@ a million hit rows.
 from __future__ import annotations
 
 import heapq
+import json
 import os
 import pickle
 import shutil
@@ -61,7 +62,8 @@ from .columnar import HitFile, HitFileWriter, hits_from_table, is_hit_file, thre
 from .annotate import AnnotationStream, pfam_domains
 from .results import Alignment, Domain, Hit
 
-__all__ = ["BLOCK_HITS", "PART_ROWS", "MergeSummary", "merge_hit_files", "open_hit_source"]
+__all__ = ["BLOCK_HITS", "PART_ROWS", "PARTS_FORMAT", "MergeSummary", "merge_hit_files", "merge_parts",
+           "open_hit_source"]
 
 #: hits per block of models (step 1)
 BLOCK_HITS = 50_000
@@ -69,6 +71,8 @@ BLOCK_HITS = 50_000
 PART_ROWS = 20_000
 #: rows per chunk of a sorted run (step 2 holds one chunk of each run)
 RUN_CHUNK = 1024
+#: parts of the protein names in the folders of ``merge --to-parts`` (fixed: every shard's must agree)
+SHARD_PARTS = 32
 
 _TABLES = ("tblout", "domtblout", "alignments")
 _ANNOTATIONS = ("pfamscan", "gff3", "ipr_tsv", "protein_summary")
@@ -210,9 +214,11 @@ def _init_worker(families, md5s, descriptions, date) -> None:
     _PART_CONTEXT.update(families=families, md5s=md5s, descriptions=descriptions, date=date)
 
 
-def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_rows: int) -> tuple[dict, int]:
+def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_rows: int,
+                    unlink: bool = True) -> tuple[dict, int]:
     """Part ``r`` of the proteins (its runs) written as ``part`` streams' files; their paths, and
-    pfam_scan's widest id."""
+    pfam_scan's widest id.  ``unlink``: the runs are removed once read (those of ``merge --from-parts``
+    are the parts' files, kept)."""
     ctx = _PART_CONTEXT
     streams = {k: AnnotationStream(k, ctx["families"], md5s=ctx["md5s"] if k == "ipr_tsv" else None,
                                    descriptions=ctx["descriptions"] if k == "ipr_tsv" else None, date=ctx["date"],
@@ -225,7 +231,7 @@ def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_
         _annotate_runs(runs, ctx["families"], streams, part_rows)
         for stream in streams.values():
             stream.close()
-    for path in runs:
+    for path in runs if unlink else ():
         os.unlink(path)
     return files, streams["pfamscan"].width if "pfamscan" in streams else 1
 
@@ -277,7 +283,7 @@ def _block(job: _BlockJob, sources, n: int, lo: int, hi: int, queries) -> _Block
     if job.tables:
         per_query = per_query_hits(hits, queries, job.inc_by_E, first=lo)
         for kind, kw in job.tables.items():
-            lines = TableStream(kind, **kw).lines(per_query, header=n == 0)
+            lines = TableStream(kind, **kw).lines(per_query, header=lo == 0)
             result.texts[kind] = "".join(line + "\n" for line in lines)
     if job.merged and arrow and read:
         import pyarrow as pa
@@ -354,15 +360,22 @@ def _name_bounds(sources, parts: int) -> list[bytes]:
     names: set = set()
     for src in sources:
         names.update(src.sample_column("target_name"))
-    keys = sorted(n.encode("utf-8", "surrogateescape") for n in names)
-    if len(keys) < 2 * parts:
+    return _bounds_of(names, parts)
+
+
+def _bounds_of(names, parts: int) -> list[bytes]:
+    """``parts - 1`` keys cutting the sorted ``names`` into parts of about equal size."""
+    keys = sorted(set(n.encode("utf-8", "surrogateescape") for n in names))
+    if parts <= 1 or len(keys) < 2 * parts:
         return []
     return sorted(set(keys[len(keys) * r // parts] for r in range(1, parts)))
 
 
 def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str | None], families=None,
                     md5s=None, descriptions=None, query_file=None, target_file=None, command: str = "",
-                    block_hits: int = BLOCK_HITS, part_rows: int = PART_ROWS, workers: int = 1) -> MergeSummary:
+                    block_hits: int = BLOCK_HITS, part_rows: int = PART_ROWS, workers: int = 1,
+                    model_range: tuple[int, int] | None = None, parts_dir: str | None = None,
+                    names=None) -> MergeSummary:
     """Merge hit files into the whole search's outputs (see the module's docs).
 
     Arguments:
@@ -378,6 +391,13 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
         families, md5s, descriptions: for the per-protein tables (as :mod:`hmmcascade.annotate`).
         query_file, target_file, command: for the tables' tails.
         workers: processes making the blocks (step 1); the outputs are the same for any number.
+        model_range: only models ``lo <= model < hi`` (a shard of the models: ``paths`` must hold
+            every hit of those models, from every batch of the targets; other models' are not read).
+        parts_dir: instead of ``outputs``, write step 1's results for :func:`merge_parts` into
+            this folder (made whole or not at all): the tables' text without head or tail, the
+            merged hit rows, and the sorted runs of the per-protein tables, cut by ``names``.
+        names: every target name of the search (with ``parts_dir``: the parts' name cuts, the
+            same in every shard's folder).
     """
     from .outfiles import open_output
     from .output import TableStream
@@ -393,9 +413,20 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     counts = np.zeros(n_models, dtype=np.int64)
     for src in sources:
         counts += src.model_counts(n_models)
-    blocks = _blocks(counts, block_hits)
-    summary = MergeSummary(hits=int(counts.sum()), blocks=len(blocks))
+    lo, hi = model_range if model_range is not None else (0, n_models)
+    if not 0 <= lo <= hi <= n_models:
+        raise ValueError(f"model range {lo}-{hi} is not within the {n_models} models")
+    blocks = [(a + lo, b + lo) for a, b in _blocks(counts[lo:hi], block_hits)]  # (hits of other models: not read)
+    summary = MergeSummary(hits=int(counts[lo:hi].sum()), blocks=len(blocks))
 
+    if parts_dir is not None:  # (step 1 of one shard of the models: every table, the hit rows and the runs)
+        if names is None:
+            raise ValueError("a merge into parts needs every target name (the parts' cuts)")
+        final, parts_dir = parts_dir, parts_dir.rstrip("/") + ".partial"
+        shutil.rmtree(parts_dir, ignore_errors=True)
+        os.makedirs(os.path.join(parts_dir, "runs"))
+        outputs = {**{k: os.path.join(parts_dir, k + ".txt") for k in _TABLES},
+                   "merged_hits": os.path.join(parts_dir, "hits.parquet")}
     tables = {k: TableStream(k, Z=Z, domZ=th.domZ, query_file=query_file, target_file=target_file,
                              command=command if k != "alignments" else "")
               for k in _TABLES if outputs.get(k)}
@@ -405,69 +436,211 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                    for k in _ANNOTATIONS if outputs.get(k)}
     parallel = workers > 1 and all(isinstance(s, HitFile) for s in sources)
     parts = 2 * workers if parallel and annotations else 1
+    try:
+        with ExitStack() as stack:
+            for k, stream in tables.items():
+                fh = stack.enter_context(open_output(outputs[k]))
+                if parts_dir is None:
+                    stream.start(fh)
+                else:  # (a part: its text alone, the head and tail written by merge_parts)
+                    stream.fh = fh
+            for k, stream in annotations.items():
+                stream.start(stack.enter_context(open_output(outputs[k])))
+            merged = None
+            if outputs.get("merged_hits"):
+                merged = HitFileWriter(stack.enter_context(open_output(outputs["merged_hits"], "wb")), {"Z": Z})
+                stack.callback(merged.abandon)  # (on an error, before its file is dropped; after close(), nothing)
+            spool = None
+            if parts_dir is not None:
+                spool = os.path.join(parts_dir, "runs")
+            elif annotations:
+                spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
+                stack.callback(shutil.rmtree, spool, ignore_errors=True)
+            pool = _pool(stack, workers, families, md5s, descriptions, date, bool(annotations)) if parallel else None
+
+            # step 1: blocks of models (in worker processes when asked: each block's text, rows and runs are
+            # made apart and written here in block order)
+            bounds = (_bounds_of(names, SHARD_PARTS) if parts_dir is not None else
+                      _name_bounds(sources, parts) if annotations else [])
+            job = _BlockJob(th=th, Z=Z, inc_by_E=inc_by_E, tables={k: _stream_args(t) for k, t in tables.items()},
+                            merged=merged is not None, annotations=spool is not None, spool=spool, bounds=bounds,
+                            run_chunk=max(64, RUN_CHUNK // workers) if parallel else RUN_CHUNK)
+            t0 = time.perf_counter()
+            runs: list[list[str]] = [[] for _ in range(len(job.bounds) + 1)]  # per part, the blocks' runs
+            summary.parts = len(runs)
+            for result in _block_results(job, sources, paths, blocks, queries, pool, workers):
+                for k, text in result.texts.items():
+                    tables[k].add_text(text)
+                if merged is not None:
+                    if result.table is not None:
+                        merged.add_table(result.table)
+                    else:
+                        merged.add(result.hits)
+                if result.runs is not None:
+                    summary.runs += 1
+                    for r, path in enumerate(result.runs):
+                        if path is not None:
+                            runs[r].append(path)
+                summary.reported += result.reported
+                summary.reported_domains += result.reported_domains
+            for stream in tables.values() if parts_dir is None else ():
+                stream.close()
+            if merged is not None:
+                merged.close()
+            summary.step1_s = time.perf_counter() - t0
+
+            # step 2: each part of the proteins (by name) from its runs, the parts written in order
+            if parts_dir is None:
+                _annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=True)
+            summary.step2_s = time.perf_counter() - t0 - summary.step1_s
+        if parts_dir is not None:
+            manifest = {"format": PARTS_FORMAT, "Z": Z, "models": [lo, hi], "hits": summary.hits,
+                        "reported": summary.reported, "reported_domains": summary.reported_domains,
+                        "blocks": summary.blocks, "bounds": [b.hex() for b in bounds],
+                        "runs": [[os.path.basename(path) for path in part] for part in runs]}
+            with open(os.path.join(parts_dir, "manifest.json"), "w") as fh:
+                json.dump(manifest, fh)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(parts_dir, final)
+    except BaseException:
+        if parts_dir is not None:
+            shutil.rmtree(parts_dir, ignore_errors=True)
+        raise
+    return summary
+
+
+def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, annotations: bool):
+    """A pool of ``workers`` spawned processes (not forked: the parent has Arrow's threads running),
+    closed with ``stack``."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return stack.enter_context(ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+        initargs=(families, md5s, descriptions, date) if annotations else (None, None, None, date)))
+
+
+def _annotation_parts(annotations: dict, runs: list[list[str]], pool, spool: str | None, families,
+                      part_rows: int, unlink: bool) -> None:
+    """Step 2: each part of the proteins from its runs (``runs[r]``: part r's, in model order),
+    written to the ``annotations`` streams in name order (parts made by the ``pool``, if any), and
+    the streams closed."""
+    if annotations and pool is not None:
+        futures = [pool.submit(_part_in_worker, list(annotations), r, part, spool, part_rows, unlink)
+                   for r, part in enumerate(runs) if part]
+        for future in futures:
+            files, width = future.result()
+            for k, path in files.items():
+                annotations[k].add_part(path, width)
+                os.unlink(path)
+    elif annotations:
+        _annotate_runs([path for part in runs for path in part], families, annotations, part_rows)
+    for stream in annotations.values():
+        stream.close()
+
+
+#: the format of a shard's folder made by ``merge --to-parts`` (:func:`merge_hit_files` with ``parts_dir``)
+PARTS_FORMAT = "hmmcascade-merge-part/1"
+
+
+def _read_manifest(folder: str) -> dict:
+    path = os.path.join(folder, "manifest.json")
+    try:
+        with open(path) as fh:
+            m = json.load(fh)
+    except FileNotFoundError:
+        raise ValueError(f"{folder}: not a merge part (no manifest.json: made by merge --to-parts?)") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable merge part manifest ({' '.join(str(exc).split())})") from None
+    if not isinstance(m, dict) or m.get("format") != PARTS_FORMAT:
+        raise ValueError(f"{path}: not a merge part manifest (format {m.get('format') if isinstance(m, dict) else m!r},"
+                         f" expected {PARTS_FORMAT})")
+    return m
+
+
+def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=None, md5s=None,
+                descriptions=None, query_file=None, target_file=None, command: str = "",
+                part_rows: int = PART_ROWS, workers: int = 1, n_models: int | None = None) -> MergeSummary:
+    """The whole search's outputs from the shards' folders made by :func:`merge_hit_files` with
+    ``parts_dir`` (in model order; together every model, from 0): the tables are each part's text
+    between one head and tail, the merged hit file their rows, and the per-protein tables step 2 over
+    all parts' runs.  The outputs equal one merge of every hit file (tested)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .outfiles import open_output
+    from .output import TableStream
+
+    manifests = [_read_manifest(f) for f in folders]
+    if not manifests:
+        raise ValueError("merge --from-parts: no parts")
+    at = 0
+    for f, m in zip(folders, manifests):
+        if m["models"][0] != at:
+            raise ValueError(f"{f}: models {m['models'][0]}-{m['models'][1]}, but the parts before it end at {at} "
+                             "(give every shard's part, in model order)")
+        at = m["models"][1]
+        if m["Z"] != Z:
+            raise ValueError(f"{f}: made with Z = {m['Z']:g}, not {Z:g}")
+        if m["bounds"] != manifests[0]["bounds"]:
+            raise ValueError(f"{f}: its runs are cut by other target names than {folders[0]}'s")
+    if n_models is not None and at != n_models:
+        raise ValueError(f"{folders[-1]}: the parts end at model {at}, but the models file has {n_models}")
+    summary = MergeSummary(hits=sum(m["hits"] for m in manifests), reported=sum(m["reported"] for m in manifests),
+                           reported_domains=sum(m["reported_domains"] for m in manifests),
+                           blocks=sum(m["blocks"] for m in manifests))
+    date = time.strftime("%d-%m-%Y")
+    annotations = {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
+                                       descriptions=descriptions if k == "ipr_tsv" else None, date=date)
+                   for k in _ANNOTATIONS if outputs.get(k)}
+    runs = [[os.path.join(f, "runs", name) for f, m in zip(folders, manifests) for name in m["runs"][r]]
+            for r in range(len(manifests[0]["runs"]))]
+    summary.parts, summary.runs = len(runs), sum(len(part) for part in runs)
+
+    def table(k: str, fh) -> None:  # (each part's text between the head and the tail)
+        stream = TableStream(k, Z=Z, query_file=query_file, target_file=target_file,
+                             command=command if k != "alignments" else "")
+        stream.start(fh)
+        fh.flush()
+        for f in folders:
+            with open(os.path.join(f, k + ".txt"), "rb") as src:
+                shutil.copyfileobj(src, fh.buffer, 1 << 24)
+                stream._started = stream._started or src.tell() > 0
+        fh.buffer.flush()
+        stream.close()
+
+    def hit_rows(fh) -> None:
+        _, pq = _pa_parquet()
+        writer = HitFileWriter(fh, {"Z": Z})
+        for f in folders:
+            part = pq.ParquetFile(os.path.join(f, "hits.parquet"))
+            for g in range(part.num_row_groups):
+                writer.add_table(part.read_row_group(g))
+        writer.close()
+
+    t0 = time.perf_counter()
     with ExitStack() as stack:
-        for k, stream in {**tables, **annotations}.items():
-            stream.start(stack.enter_context(open_output(outputs[k])))
-        merged = None
+        copies = stack.enter_context(ThreadPoolExecutor(4))
+        jobs = [copies.submit(table, k, stack.enter_context(open_output(outputs[k])))
+                for k in _TABLES if outputs.get(k)]
         if outputs.get("merged_hits"):
-            merged = HitFileWriter(stack.enter_context(open_output(outputs["merged_hits"], "wb")), {"Z": Z})
-            stack.callback(merged.abandon)  # (on an error, before its file is dropped; after close(), nothing)
+            jobs.append(copies.submit(hit_rows, stack.enter_context(open_output(outputs["merged_hits"], "wb"))))
+        for k, stream in annotations.items():
+            stream.start(stack.enter_context(open_output(outputs[k])))
+        pool = _pool(stack, workers, families, md5s, descriptions, date, True) if workers > 1 and annotations else None
         spool = None
         if annotations:
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
             stack.callback(shutil.rmtree, spool, ignore_errors=True)
-        pool = None
-        if parallel:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            # spawned, not forked: the parent has Arrow's threads running
-            pool = stack.enter_context(ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-                initargs=(families, md5s, descriptions, date) if annotations else (None, None, None, date)))
-
-        # step 1: blocks of models (in worker processes when asked: each block's text, rows and runs are
-        # made apart and written here in block order)
-        job = _BlockJob(th=th, Z=Z, inc_by_E=inc_by_E, tables={k: _stream_args(t) for k, t in tables.items()},
-                        merged=merged is not None, annotations=bool(annotations), spool=spool,
-                        bounds=_name_bounds(sources, parts) if annotations else [],
-                        run_chunk=max(64, RUN_CHUNK // workers) if parallel else RUN_CHUNK)
-        t0 = time.perf_counter()
-        runs: list[list[str]] = [[] for _ in range(len(job.bounds) + 1)]  # per part, the blocks' runs
-        summary.parts = len(runs)
-        for result in _block_results(job, sources, paths, blocks, queries, pool, workers):
-            for k, text in result.texts.items():
-                tables[k].add_text(text)
-            if merged is not None:
-                if result.table is not None:
-                    merged.add_table(result.table)
-                else:
-                    merged.add(result.hits)
-            if result.runs is not None:
-                summary.runs += 1
-                for r, path in enumerate(result.runs):
-                    if path is not None:
-                        runs[r].append(path)
-            summary.reported += result.reported
-            summary.reported_domains += result.reported_domains
-        for stream in tables.values():
-            stream.close()
-        if merged is not None:
-            merged.close()
+        _annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=False)
+        summary.step2_s = time.perf_counter() - t0
+        for job in jobs:
+            job.result()
         summary.step1_s = time.perf_counter() - t0
-
-        # step 2: each part of the proteins (by name) from its runs, the parts written in order
-        if annotations and pool is not None:
-            futures = [pool.submit(_part_in_worker, list(annotations), r, part, spool, part_rows)
-                       for r, part in enumerate(runs) if part]
-            for future in futures:
-                files, width = future.result()
-                for k, path in files.items():
-                    annotations[k].add_part(path, width)
-                    os.unlink(path)
-        elif annotations:
-            _annotate_runs([path for part in runs for path in part], families, annotations, part_rows)
-        for stream in annotations.values():
-            stream.close()
-        summary.step2_s = time.perf_counter() - t0 - summary.step1_s
     return summary
+
+
+def _pa_parquet():
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa, pq

@@ -43,39 +43,46 @@ def get_sequences():
     return _input_path(config["sequences"])
 
 
-def _auto_shards():
-    """(model shards, sequence shards) for shards: auto, from the inputs' sizes: about
-    AUTO_JOB_CELLS cells (model nodes x residues) and at most AUTO_JOB_RESIDUES residues a search
-    job, a few minutes on one GPU at the H100's ~2,500 GCUPS end to end (2026-11-25); one model
-    shard (the models' tables fit a GPU: Pfam-A's take 2.4 GiB). Sizes are estimated from the files: 470 bytes of HMM text a node, 1
-    byte of FASTA a residue, gzip 4x and 2x smaller. Inputs not there yet (to be downloaded): 2."""
+def _auto_jobs():
+    """Search jobs for shards: auto, from the inputs' sizes: about AUTO_JOB_CELLS cells (model nodes
+    x residues) a job, a few minutes on one GPU at the H100's ~2,500 GCUPS end to end (2026-11-25),
+    and at most AUTO_JOB_RESIDUES residues of all models' hits a job (its host memory).  Sizes are
+    estimated from the files: 470 bytes of HMM text a node, 1 byte of FASTA a residue, gzip 4x and
+    2x smaller. Inputs not there yet (to be downloaded): 2."""
     try:
         hmm, seqs = get_hmms(), get_sequences()
         nodes = os.path.getsize(hmm) * (4 if hmm.endswith(".gz") else 1) / 470
         residues = os.path.getsize(seqs) * (2 if seqs.endswith(".gz") else 1)
     except OSError:
-        return 1, 2
+        return 2
     by_cells = -(-nodes * residues // AUTO_JOB_CELLS)
     by_memory = -(-residues // AUTO_JOB_RESIDUES)
-    return 1, max(1, min(256, int(max(by_cells, by_memory))))
+    return max(1, min(256, int(max(by_cells, by_memory))))
 
 
 AUTO_JOB_CELLS = 5e14
-#: at most this many residues a search job under shards: auto, so that its hits stay well inside
-#: a workstation's memory (SEARCH_BYTES_PER_RESIDUE a residue: about 15 GB)
+#: at most this many residues (times the share of the models) a search job under shards: auto, so
+#: that its hits stay well inside a workstation's memory (SEARCH_BYTES_PER_RESIDUE a residue: ~15 GB)
 AUTO_JOB_RESIDUES = 50e6
 
 
 def _shard_counts():
     """(model shards, sequence shards): config shards {models, sequences}, each N or auto; the older
-    key batches, where given, sets the sequence shards that shards.sequences leaves auto."""
+    key batches, where given, sets the sequence shards that shards.sequences leaves auto.  auto
+    shards the models first: a shard of the models has every target, so its hits are final when its
+    search ends and its part of the merge (merge_shard) runs while the next shard searches."""
     shards = config.get("shards") or {}
-    auto = _auto_shards()
     models = shards.get("models", "auto")
     sequences = shards.get("sequences", "auto")
     if sequences == "auto" and "batches" in config:
         sequences = config["batches"]
-    return (auto[0] if models == "auto" else int(models)), (auto[1] if sequences == "auto" else int(sequences))
+    if models == "auto" and sequences == "auto":
+        models, sequences = _auto_jobs(), 1
+    elif models == "auto":
+        models = max(1, -(-_auto_jobs() // int(sequences)))
+    elif sequences == "auto":
+        sequences = max(1, -(-_auto_jobs() // int(models)))
+    return int(models), int(sequences)
 
 
 N_MODEL_SHARDS, N_SEQUENCE_SHARDS = _shard_counts()
@@ -120,8 +127,8 @@ def z_args(meta):
     return ["-Z", str(z)] if z else ["--targets-from", meta]
 
 
-#: a search job's host bytes per residue of its batch, beyond its inputs: its hits' records, domains
-#: and alignments.  Measured 2026-11-26 (H200 machine, before d8ab035): Pfam-A-sized models x 406,316
+#: a search job's host bytes per residue of its batch (of all models: over the model shards), beyond
+#: its inputs: its hits' records, domains and alignments.  Measured 2026-11-26 (H200 machine, before d8ab035): Pfam-A-sized models x 406,316
 #: proteins (90 M residues; 7.9 M hits, renamed copies, denser than real data) peaked at 35.8 GB
 #: where the inputs alone gave 9.4 GB: about 300 bytes a residue.
 SEARCH_BYTES_PER_RESIDUE = 300
@@ -130,12 +137,12 @@ SEARCH_BYTES_PER_RESIDUE = 300
 def search_mem_mb(wildcards, input):
     """Host memory of one search job in MB: about 6 times its inputs (the pressed models, unpacked)
     and 1 GB (measured 2026-11-25, H100 machine: Pfam-A-sized models, 1.25 GB pressed, x 37,464
-    proteins peaked at 7.0-7.4 GB), plus SEARCH_BYTES_PER_RESIDUE a residue of its batch (the
-    prepared batches hold about equal residues: prepare's total over its batches)."""
+    proteins peaked at 7.0-7.4 GB), plus SEARCH_BYTES_PER_RESIDUE a residue of its batch over the model shards
+    (its hits; the prepared batches hold about equal residues: prepare's total over its batches)."""
     try:
         with open(input.meta) as fh:
             meta = json.load(fh)
-        residues = int(meta["residues"]) / max(1, int(meta["batches"]))
+        residues = int(meta["residues"]) / max(1, int(meta["batches"])) / N_MODEL_SHARDS
     except (OSError, AttributeError, TypeError, ValueError, KeyError):  # (not made yet: a dry run)
         residues = 0
     return int(6 * input.size_mb + 1024 + SEARCH_BYTES_PER_RESIDUE * residues / 1e6)

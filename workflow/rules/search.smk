@@ -1,6 +1,8 @@
 # Search: the MSV -> bias -> Viterbi -> Forward cascade and domain definition on each shard
-# (a shard of the models x a batch of the targets: config shards), then a merge that applies the whole search's thresholds (Z = all targets, domZ = reported
-# targets per model) and writes HMMER's tables, alignments, pfam_scan's table and GFF3.
+# (a shard of the models x a batch of the targets: config shards), then a merge that applies the
+# whole search's thresholds (Z = all targets, domZ = reported targets per model) and writes HMMER's
+# tables, alignments, pfam_scan's table and GFF3: each shard of the models is merged (merge_shard)
+# as soon as its searches end, beside the next shard's search, and merge_hits puts the parts together.
 # A new merge first removes the last comparison's accuracy files: they described the old tables,
 # and must not stand beside missing or new ones if this merge fails.
 
@@ -46,9 +48,38 @@ rule search_batch:
         " --device-memory {params.memory:q} {params.shard:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
 
+rule merge_shard:
+    # one shard of the models over every batch of the targets: its hits are final (Z: all targets;
+    # domZ: each model's reported targets, all in these files), so its tables' text, merged hits and
+    # per-protein runs are made now, while the GPU searches the next shard
+    input:
+        hits=expand("results/search/batch{batch}" + SHARD + ".hits.parquet", batch=BATCHES, allow_missing=True),
+        meta="results/prepared/sequences.json",
+        models="results/prepared/models.hmmc",
+        batches=expand("results/prepared/batch{batch}.npz", batch=BATCHES),
+    output:
+        temp(directory("results/merge/part" + SHARD)),
+    params:
+        py=PY,
+        z=z_args("results/prepared/sequences.json"),
+        thresholds=threshold_args(),
+        shard=model_shard_args,
+    conda:
+        ENV
+    log:
+        "logs/merge_shard/part" + SHARD + ".log",
+    benchmark:
+        "logs/benchmarks/merge_shard/part" + SHARD + ".tsv"
+    # formatting in worker processes, leaving cores to the search job beside it
+    threads: max(1, workflow.cores - 2)
+    shell:
+        "{params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --to-parts {output:q}"
+        " {params.shard:q} --seqs {input.batches:q} --cpu {threads} {params.z:q} {params.thresholds:q} 2> {log:q}"
+
+
 rule merge_hits:
     input:
-        hits=expand("results/search/batch{batch}" + SHARD + ".hits.parquet", batch=BATCHES, shard=MODEL_SHARDS),
+        parts=expand("results/merge/part" + SHARD, shard=MODEL_SHARDS),
         stats=expand("results/search/batch{batch}" + SHARD + ".stats.json", batch=BATCHES, shard=MODEL_SHARDS),
         meta="results/prepared/sequences.json",
         models="results/prepared/models.hmmc",
@@ -76,11 +107,12 @@ rule merge_hits:
         "logs/merge_hits/merge.log",
     # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
     benchmark:
-        "logs/benchmarks/merge_hits.tsv",
-    # blocks of models formatted in parallel (Snakemake gives at most --cores)
+        "logs/benchmarks/merge_hits.tsv"
+    # the shards' tables appended, their hit rows copied, the per-protein tables made in parallel
     threads: 16
     shell:
-        "rm -f {params.stale:q} && {params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --merged-hits {output.hits:q}"
+        "rm -f {params.stale:q} && {params.py} -m hmmcascade merge --from-parts {input.parts:q} --models {input.models:q}"
+        " --merged-hits {output.hits:q}"
         " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
         " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q}"
         " --ipr-tsv {output.ipr:q} --protein-summary {output.proteins:q} --seqs {input.batches:q}"
