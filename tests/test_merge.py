@@ -194,19 +194,25 @@ def test_merge_of_model_shards_into_parts_equals_one_merge(tmp_path, default_sea
     outputs["merged_hits"] = out / "hits.parquet"
     kw = dict(families=families, md5s=sequence_md5s(default_seqs), command="x", part_rows=5, workers=workers,
               descriptions={q.name: q.description for q in queries}, n_models=len(queries))
-    summary = merge_parts(folders, Z, outputs=outputs, **kw)
-    for name in names:
-        assert _text(out / name) == ref[name], name
-    assert summary.reported == sum(h.reported for h in hits) and summary.runs > 3
-    merged = HitFile(out / "hits.parquet").read_all()
-    assert sorted((h.model, h.target_name, h.score, h.reported) for h in merged) == \
-        sorted((h.model, h.target_name, h.score, h.reported) for h in hits)
     with pytest.raises(ValueError, match="part2: models .*give every shard"):
         merge_parts(folders[1:], Z, outputs={"tblout": tmp_path / "x"}, **kw)
     with pytest.raises(ValueError, match="part2: the parts end at model .*models file has 48"):
         merge_parts(folders[:2], Z, outputs={"tblout": tmp_path / "x"}, **kw)
     with pytest.raises(ValueError, match="not a merge part"):
         merge_parts([str(tmp_path)], Z, outputs={"tblout": tmp_path / "x"}, **kw)
+    remove = workers > 1  # (the workflow's merge: each part's file removed once used)
+    summary = merge_parts(folders, Z, outputs=outputs, remove=remove, **kw)
+    for name in names:
+        assert _text(out / name) == ref[name], name
+    assert summary.reported == sum(h.reported for h in hits) and summary.runs > 3
+    merged = HitFile(out / "hits.parquet").read_all()
+    assert sorted((h.model, h.target_name, h.score, h.reported) for h in merged) == \
+        sorted((h.model, h.target_name, h.score, h.reported) for h in hits)
+    left = sorted(p.name for f in folders for p in Path(f).rglob("*") if p.is_file())
+    assert left == (["manifest.json"] * 3 if remove else sorted(left)) and len(left) > (3 if not remove else 0)
+    if remove:
+        with pytest.raises(ValueError, match=r"part\d: incomplete merge part \(no (runs/run|\w+.txt)"):
+            merge_parts(folders, Z, outputs={"tblout": tmp_path / "x"}, **kw)
 
 
 @pytest.mark.parametrize("names", [("tblout",), ("pfamscan",), ("merged_hits",)])

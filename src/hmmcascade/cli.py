@@ -382,7 +382,8 @@ def cmd_merge(args) -> int:
         if args.from_parts:
             summary = merge_parts(args.from_parts, Z, outputs=paths, families=families, md5s=md5s,
                                   descriptions=descriptions, command=command, workers=workers,
-                                  n_models=len(queries) if queries is not None else None)
+                                  n_models=len(queries) if queries is not None else None,
+                                  remove=args.remove_parts)
         else:
             summary = merge_hit_files(sources, th, Z, queries=queries, outputs=paths, families=families, md5s=md5s,
                                       descriptions=descriptions, command=command, workers=workers)
@@ -550,6 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--from-parts", nargs="+", default=[], metavar="DIR",
                    help="the outputs from the folders of merge --to-parts (every shard's, in model order) "
                         "instead of hit files")
+    s.add_argument("--remove-parts", action="store_true",
+                   help="with --from-parts: remove each file of the folders once used (the disk holds the outputs "
+                        "and little more; after a failed merge, make the parts again)")
     s.add_argument("--merged-hits", help="write the merged, thresholded hit records here (a Parquet hit file, *.parquet)")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])

@@ -515,9 +515,16 @@ def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, an
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    return stack.enter_context(ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-        initargs=(families, md5s, descriptions, date) if annotations else (None, None, None, date)))
+        initargs=(families, md5s, descriptions, date) if annotations else (None, None, None, date))
+
+    def close(exc_type, exc, tb) -> bool:  # (on an error or SIGTERM, the work not started is dropped)
+        pool.shutdown(wait=True, cancel_futures=exc_type is not None)
+        return False
+
+    stack.push(close)
+    return pool
 
 
 def _annotation_parts(annotations: dict, runs: list[list[str]], pool, spool: str | None, families,
@@ -560,11 +567,17 @@ def _read_manifest(folder: str) -> dict:
 
 def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=None, md5s=None,
                 descriptions=None, query_file=None, target_file=None, command: str = "",
-                part_rows: int = PART_ROWS, workers: int = 1, n_models: int | None = None) -> MergeSummary:
+                part_rows: int = PART_ROWS, workers: int = 1, n_models: int | None = None,
+                remove: bool = False) -> MergeSummary:
     """The whole search's outputs from the shards' folders made by :func:`merge_hit_files` with
     ``parts_dir`` (in model order; together every model, from 0): the tables are each part's text
     between one head and tail, the merged hit file their rows, and the per-protein tables step 2 over
-    all parts' runs.  The outputs equal one merge of every hit file (tested)."""
+    all parts' runs.  The outputs equal one merge of every hit file (tested).
+
+    ``remove``: each file of the folders is removed as soon as it has been used (the disk then holds
+    the outputs and little more than the folders; on an error the folders are left incomplete, and a
+    later merge of them fails naming the part to make again)."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from .outfiles import open_output
@@ -596,15 +609,30 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
             for r in range(len(manifests[0]["runs"]))]
     summary.parts, summary.runs = len(runs), sum(len(part) for part in runs)
 
+    stop = threading.Event()  # (set on an error: the copying threads end at their next chunk)
+
+    def part_file(f: str, name: str) -> str:
+        path = os.path.join(f, name)
+        if not os.path.exists(path):
+            raise ValueError(f"{f}: incomplete merge part (no {name}: used by an earlier merge that failed?); "
+                             "make it again with merge --to-parts")
+        return path
+
     def table(k: str, fh) -> None:  # (each part's text between the head and the tail)
         stream = TableStream(k, Z=Z, query_file=query_file, target_file=target_file,
                              command=command if k != "alignments" else "")
         stream.start(fh)
         fh.flush()
         for f in folders:
-            with open(os.path.join(f, k + ".txt"), "rb") as src:
-                shutil.copyfileobj(src, fh.buffer, 1 << 24)
+            path = part_file(f, k + ".txt")
+            with open(path, "rb") as src:
+                while chunk := src.read(1 << 24):
+                    if stop.is_set():
+                        return
+                    fh.buffer.write(chunk)
                 stream._started = stream._started or src.tell() > 0
+            if remove:
+                os.unlink(path)
         fh.buffer.flush()
         stream.close()
 
@@ -612,11 +640,19 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         _, pq = _pa_parquet()
         writer = HitFileWriter(fh, {"Z": Z})
         for f in folders:
-            part = pq.ParquetFile(os.path.join(f, "hits.parquet"))
+            path = part_file(f, "hits.parquet")
+            part = pq.ParquetFile(path)
             for g in range(part.num_row_groups):
+                if stop.is_set():
+                    return
                 writer.add_table(part.read_row_group(g))
+            if remove:
+                os.unlink(path)
         writer.close()
 
+    for f, m in zip(folders, manifests):  # (all there before any output is made)
+        for name in (n for part in m["runs"] for n in part):
+            part_file(f, os.path.join("runs", name))
     t0 = time.perf_counter()
     with ExitStack() as stack:
         copies = stack.enter_context(ThreadPoolExecutor(4))
@@ -631,7 +667,8 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         if annotations:
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
             stack.callback(shutil.rmtree, spool, ignore_errors=True)
-        _annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=False)
+        stack.callback(stop.set)  # (on leaving by an error: first of all, so the copying threads end)
+        _annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=remove)
         summary.step2_s = time.perf_counter() - t0
         for job in jobs:
             job.result()

@@ -108,13 +108,16 @@ rule merge_hits:
     # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
     benchmark:
         "logs/benchmarks/merge_hits.tsv"
-    # the shards' tables appended, their hit rows copied, the per-protein tables made in parallel
+    # the shards' tables appended, their hit rows copied, the per-protein tables made in parallel; each
+    # part's file removed once used (the disk holds the outputs and little more), so on a failure the
+    # parts are removed whole, to be made again by the next run
     threads: 16
     shell:
-        "rm -f {params.stale:q} && {params.py} -m hmmcascade merge --from-parts {input.parts:q} --models {input.models:q}"
+        "rm -f {params.stale:q} && {params.py} -m hmmcascade merge --from-parts {input.parts:q} --remove-parts"
+        " --models {input.models:q}"
         " --merged-hits {output.hits:q}"
         " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
         " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q}"
         " --ipr-tsv {output.ipr:q} --protein-summary {output.proteins:q} --seqs {input.batches:q}"
         " --stats {output.stats:q} --batch-stats {input.stats:q} --cpu {threads} {params.z:q} {params.thresholds:q}"
-        " 2> {log:q}"
+        " 2> {log:q} || {{ rm -rf {input.parts:q}; exit 1; }}"
