@@ -297,6 +297,31 @@ def test_sigterm_drops_every_output(tmp_path, seqs400):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_debris_of_a_killed_writer_is_removed_by_the_next_write_of_the_output(tmp_path, seqs400):
+    """A process killed outright while writing (SIGKILL, a lost node: no handler runs) leaves its
+    temporary files, named as mkstemp names them; the next write of the same outputs removes them, but
+    not one that a live process is writing (locked), nor a link planted at such a name."""
+    import fcntl
+
+    outs = [a for opt, name in TABLES.items() for a in (opt, tmp_path / name)]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    dead = [tmp_path / f".{name}.k1ll3d_x.tmp" for name in TABLES.values()]
+    for path in dead:
+        path.write_text("partial")
+    name = next(iter(TABLES.values()))
+    live, link = tmp_path / f".{name}.abcd_123.tmp", tmp_path / f".{name}.l1nk_xyz.tmp"
+    live.write_text("x")
+    link.symlink_to(victim)
+    with open(live) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # (another process's file, being written)
+        run = _run("search", HMMS, seqs400, "--quiet", *outs)
+        assert run.returncode == 0, run.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*TABLES.values(), live.name, link.name,
+                                                                       victim.name])
+    assert victim.read_text() == "precious\n"
+
+
 # --- 5. one line naming the file for every input a user can get wrong ------------------------------------
 
 

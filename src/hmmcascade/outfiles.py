@@ -20,7 +20,9 @@ outputs form one :class:`OutputSet`:
 * **All or nothing.** Until the set commits, content is held in temporary
   files; any failure (a full disk, an error in a later writer, Ctrl-C or
   SIGTERM) removes every temporary file, so no partial output and no debris is
-  left, and the error names the file (:class:`OutputError`).
+  left, and the error names the file (:class:`OutputError`).  A process killed
+  outright (SIGKILL) cannot; the next write of the same output removes what it
+  left (a temporary file is locked while written, so only a dead writer's go).
 
 Text is written as UTF-8 with ``surrogateescape``, so names read from input
 files with bytes that are not UTF-8 are written back byte for byte.
@@ -29,8 +31,10 @@ files with bytes that are not UTF-8 are written back byte for byte.
 from __future__ import annotations
 
 import contextvars
+import fcntl
 import io
 import os
+import re
 import shutil
 import stat
 import sys
@@ -116,6 +120,35 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
+def _remove_debris(folder: str, name: str) -> None:
+    """Remove the temporary files of ``name`` in ``folder`` that a killed process left (SIGKILL, a
+    lost node: no handler ran).  A live writer holds an exclusive lock on its file (``flock``, let go
+    when the process ends), so only files no process writes are removed."""
+    pattern = re.compile(r"\." + re.escape(name) + r"\.[a-z0-9_]{8}\.tmp\Z")
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if not pattern.match(entry.name) or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # (being written)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+        finally:
+            os.close(fd)
+
+
 class _Pending:
     """One output's content in a temporary file, until :meth:`commit` puts it in place."""
 
@@ -128,10 +161,12 @@ class _Pending:
         else:
             folder = os.path.dirname(path) or "."
             name = os.path.basename(path)
+            _remove_debris(folder, name)
             try:
                 fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
             except OSError as exc:
                 raise OutputError(f"{path}: cannot write output ({_describe(exc)})") from None
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held while written: not debris, see _remove_debris)
             self.fh = os.fdopen(fd, "w+b")
 
     def discard(self) -> None:

@@ -15,9 +15,11 @@ from snakemake.utils import validate
 validate(config, schema="../schemas/config.schema.yaml")
 
 # The package runs from this checkout's src/: with the conda environment's python under
-# --use-conda (envs/hmmcascade.yaml), else with the interpreter that runs Snakemake.
+# --use-conda (envs/hmmcascade.yaml), else with the interpreter that runs Snakemake. A crash in native
+# code (the OpenCL driver) writes every thread's Python stack into the rule's log (faulthandler).
 _USE_CONDA = "conda" in {str(m) for m in workflow.deployment_settings.deployment_method}
-PY = shlex.join(["env", f"PYTHONPATH={Path(workflow.basedir) / 'src'}", "python" if _USE_CONDA else sys.executable])
+PY = shlex.join(["env", f"PYTHONPATH={Path(workflow.basedir) / 'src'}", "PYTHONFAULTHANDLER=1",
+                 "python" if _USE_CONDA else sys.executable])
 ENV = "../../envs/hmmcascade.yaml"
 
 
