@@ -41,19 +41,4 @@ python3 -c "
 import pyarrow.parquet as pq; a=pq.read_table('$D/old/hits.parquet'); b=pq.read_table('$D/new/hits.parquet'); print('merged hits equal', a.equals(b), a.num_rows)"
 ls -la $D/new
 # pyhmmer on all cores: pfamA_like x a quarter of proteins_dev (every 4th protein), the reference scaled x4 x60
-python3 - <<'P'
-import time, pyhmmer
-from pyhmmer.plan7 import HMMFile
-from pyhmmer.easel import SequenceFile
-t = time.time()
-with HMMFile("/tmp/scale/pfamA_like.hmm") as f:
-    hmms = list(f)
-with SequenceFile(".devscale/proteins_dev.faa.gz", digital=True) as f:
-    seqs = f.read_block()
-quarter = pyhmmer.easel.DigitalSequenceBlock(seqs.alphabet, [s for i, s in enumerate(seqs) if i % 4 == 0])
-print(f"pyhmmer load {time.time() - t:.1f} s, {len(hmms)} models, {len(quarter)} of {len(seqs)} proteins")
-t = time.time()
-n = sum(len(top) for top in pyhmmer.hmmsearch(hmms, quarter, cpus=16, Z=len(seqs)))
-dt = time.time() - t
-print(f"pyhmmer hmmsearch cpus=16: {dt:.2f} s, {n} hits; x4 = {4 * dt:.1f} s per proteins_dev, x240 = {240 * dt:.0f} s for sprot_like x60")
-P
+DATA=$S D=$D bash "$(dirname "$0")/pyhmmer_reference.sh"

@@ -162,12 +162,16 @@ def read_hmms(path: str | os.PathLike) -> list:
     declared = _text_model_count(path)
     if declared is not None and declared != len(hmms):
         raise InputError(f"{path}: {declared} models declared but {len(hmms)} read (malformed or truncated file)")
+    _check_protein(path, hmms)
+    return hmms
+
+
+def _check_protein(path: Path, hmms) -> None:
     amino = Alphabet.amino()
     for hmm in hmms:
         if hmm.alphabet != amino:
             raise InputError(f"{path}: model {hmm.name} is a {_alphabet_name(hmm.alphabet)} model; "
                              "hmmcascade searches protein models")
-    return hmms
 
 
 def _text_records(path: Path):
@@ -236,11 +240,7 @@ def read_hmm_sample(path: str | os.PathLike, choose) -> tuple[list, list[int]]:
         raise InputError(f"{path}: not a valid HMMER3 model file ({_one_line(exc)})") from None
     if len(hmms) != len(chosen):
         raise InputError(f"{path}: {len(chosen)} models chosen but {len(hmms)} read (malformed file)")
-    amino = Alphabet.amino()
-    for hmm in hmms:
-        if hmm.alphabet != amino:
-            raise InputError(f"{path}: model {hmm.name} is a {_alphabet_name(hmm.alphabet)} model; "
-                             "hmmcascade searches protein models")
+    _check_protein(path, hmms)
     return hmms, chosen
 
 
