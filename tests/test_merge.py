@@ -205,11 +205,17 @@ def test_merge_of_model_shards_into_parts_equals_one_merge(tmp_path, default_sea
     for name in names:
         assert _text(out / name) == ref[name], name
     assert summary.reported == sum(h.reported for h in hits) and summary.runs > 3
+    # (the merged hits: the parts' hit files in a folder, read as one)
+    assert sorted(os.listdir(out / "hits.parquet")) == [f"part{i:04d}.parquet" for i in range(3)]
     merged = HitFile(out / "hits.parquet").read_all()
+    assert [h.model for h in merged] == sorted(h.model for h in merged)
     assert sorted((h.model, h.target_name, h.score, h.reported) for h in merged) == \
         sorted((h.model, h.target_name, h.score, h.reported) for h in hits)
     left = sorted(p.name for f in folders for p in Path(f).rglob("*") if p.is_file())
     assert left == (["manifest.json"] * 3 if remove else sorted(left)) and len(left) > (3 if not remove else 0)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty: no hit files"):
+        HitFile(tmp_path / "empty")
     if remove:
         with pytest.raises(ValueError, match=r"part\d: incomplete merge part \(no (runs/run|\w+.txt)"):
             merge_parts(folders, Z, outputs={"tblout": tmp_path / "x"}, **kw)

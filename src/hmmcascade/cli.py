@@ -364,7 +364,9 @@ def cmd_merge(args) -> int:
     if args.model_shard:
         raise ValueError("--model-shard merges one shard of the models, with --to-parts")
     inputs = [*args.hits, *args.from_parts, *args.batch_stats, *args.seqs, *([args.models] if args.models else [])]
-    outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, "merged_hits", "stats"), inputs=inputs)
+    # (from parts, the merged hits are a folder of the parts' hit files, put in place by the merge)
+    outputs = OutputSet(_outputs(args, *_TABLE_OPTIONS, *([] if args.from_parts else ["merged_hits"]), "stats"),
+                        inputs=inputs)
     families = _read_families(args)
     batches = [_read_json_file(path, "search --stats", "stats") for path in args.batch_stats]
     sources = [open_hit_source(path) for path in args.hits]  # (each checked before any output is written)
@@ -554,7 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--remove-parts", action="store_true",
                    help="with --from-parts: remove each file of the folders once used (the disk holds the outputs "
                         "and little more; after a failed merge, make the parts again)")
-    s.add_argument("--merged-hits", help="write the merged, thresholded hit records here (a Parquet hit file, *.parquet)")
+    s.add_argument("--merged-hits", help="write the merged, thresholded hit records here (a Parquet hit file, *.parquet;"
+                                          " with --from-parts a folder of them, one per part)")
     s.add_argument("--stats")
     s.add_argument("--batch-stats", nargs="*", default=[])
     s.add_argument("--cpu", type=int, default=None, metavar="N",

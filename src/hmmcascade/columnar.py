@@ -356,7 +356,10 @@ def write_hit_file(path, hits: list[Hit], meta: dict | None = None) -> None:
 
 
 def is_hit_file(path) -> bool:
-    """Whether ``path`` starts as a Parquet file does (``PAR1``)."""
+    """Whether ``path`` starts as a Parquet file does (``PAR1``), or is a folder (of hit files:
+    :class:`HitFile` says so if not)."""
+    if os.path.isdir(path):
+        return True
     try:
         with open(path, "rb") as fh:
             return fh.read(4) == b"PAR1"
@@ -365,41 +368,58 @@ def is_hit_file(path) -> bool:
 
 
 class HitFile:
-    """A Parquet hit file, read a range of models at a time.
+    """A Parquet hit file, read a range of models at a time; or a folder of them (the workflow's
+    merged hits: one file per shard of the models, in model order by name), read as one.
 
     Raises:
         ValueError: one line naming the file when it is missing, cut short or not a hit file.
     """
 
     def __init__(self, path):
-        pa, pq = _pa()
         self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            paths = sorted(os.path.join(self.path, n) for n in os.listdir(self.path) if n.endswith(".parquet"))
+            if not paths:
+                raise ValueError(f"{self.path}: no hit files (*.parquet) in the folder")
+        else:
+            paths = [self.path]
+        self._paths, self._files, self._groups = paths, [], []  # (per row group: (file, its row group))
+        self._ranges = []  # per row group: (first model, last model, rows)
+        self.meta = None
+        for path in paths:
+            pf, meta = self._open(path)
+            self.meta = meta if self.meta is None else self.meta
+            md = pf.metadata
+            col = pf.schema_arrow.get_field_index("model")
+            for g in range(md.num_row_groups):
+                rg = md.row_group(g)
+                st = rg.column(col).statistics
+                if rg.num_rows and (st is None or not st.has_min_max):
+                    raise ValueError(f"{path}: not a complete hmmcascade hits file (row group {g} has no statistics)")
+                self._ranges.append((st.min, st.max, rg.num_rows) if rg.num_rows else (0, -1, 0))
+                self._groups.append((len(self._files), g))
+            self._files.append(pf)
+
+    @staticmethod
+    def _open(path: str):
+        pa, pq = _pa()
         try:
-            self._file = pq.ParquetFile(self.path)
+            pf = pq.ParquetFile(path)
         except FileNotFoundError:
-            raise ValueError(f"{self.path}: hits file not found") from None
+            raise ValueError(f"{path}: hits file not found") from None
         except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"{self.path}: not an hmmcascade hits file ({' '.join(str(exc).split())})") from None
-        md = self._file.schema_arrow.metadata or {}
+            raise ValueError(f"{path}: not an hmmcascade hits file ({' '.join(str(exc).split())})") from None
+        md = pf.schema_arrow.metadata or {}
         try:
             head = json.loads(md[_META_KEY])
         except (KeyError, ValueError):
-            raise ValueError(f"{self.path}: not an hmmcascade hits file (no hmmcascade metadata)") from None
+            raise ValueError(f"{path}: not an hmmcascade hits file (no hmmcascade metadata)") from None
         if head.get("format") != FORMAT:
-            raise ValueError(f"{self.path}: not an hmmcascade hits file (format {head.get('format')!r}, "
+            raise ValueError(f"{path}: not an hmmcascade hits file (format {head.get('format')!r}, "
                              f"expected {FORMAT})")
-        if not self._file.schema_arrow.equals(schema(), check_metadata=False):
-            raise ValueError(f"{self.path}: not a complete hmmcascade hits file (its columns differ from {FORMAT})")
-        self.meta = head.get("meta", {})
-        meta = self._file.metadata
-        col = self._file.schema_arrow.get_field_index("model")
-        self._ranges = []  # per row group: (first model, last model, rows)
-        for g in range(meta.num_row_groups):
-            rg = meta.row_group(g)
-            st = rg.column(col).statistics
-            if rg.num_rows and (st is None or not st.has_min_max):
-                raise ValueError(f"{self.path}: not a complete hmmcascade hits file (row group {g} has no statistics)")
-            self._ranges.append((st.min, st.max, rg.num_rows) if rg.num_rows else (0, -1, 0))
+        if not pf.schema_arrow.equals(schema(), check_metadata=False):
+            raise ValueError(f"{path}: not a complete hmmcascade hits file (its columns differ from {FORMAT})")
+        return pf, head.get("meta", {})
 
     @property
     def rows(self) -> int:
@@ -427,10 +447,11 @@ class HitFile:
 
     def _read(self, g: int, columns=None):
         pa, _ = _pa()
+        f, group = self._groups[g]
         try:
-            return self._file.read_row_group(g, columns=columns)
+            return self._files[f].read_row_group(group, columns=columns)
         except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"{self.path}: not a complete hmmcascade hits file "
+            raise ValueError(f"{self._paths[f]}: not a complete hmmcascade hits file "
                              f"({' '.join(str(exc).split())})") from None
 
     def read_tables(self, lo: int, hi: int) -> list:

@@ -571,8 +571,9 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
                 remove: bool = False) -> MergeSummary:
     """The whole search's outputs from the shards' folders made by :func:`merge_hit_files` with
     ``parts_dir`` (in model order; together every model, from 0): the tables are each part's text
-    between one head and tail, the merged hit file their rows, and the per-protein tables step 2 over
-    all parts' runs.  The outputs equal one merge of every hit file (tested).
+    between one head and tail, the merged hits (``outputs["merged_hits"]``) a folder of the parts'
+    hit files (read as one by :class:`~hmmcascade.columnar.HitFile`), and the per-protein tables step 2
+    over all parts' runs.  The outputs equal one merge of every hit file (tested).
 
     ``remove``: each file of the folders is removed as soon as it has been used (the disk then holds
     the outputs and little more than the folders; on an error the folders are left incomplete, and a
@@ -636,30 +637,27 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         fh.buffer.flush()
         stream.close()
 
-    def hit_rows(fh) -> None:
-        _, pq = _pa_parquet()
-        writer = HitFileWriter(fh, {"Z": Z})
-        for f in folders:
-            path = part_file(f, "hits.parquet")
-            part = pq.ParquetFile(path)
-            for g in range(part.num_row_groups):
-                if stop.is_set():
-                    return
-                writer.add_table(part.read_row_group(g))
-            if remove:
-                os.unlink(path)
-        writer.close()
+    def hit_folder(dest: str) -> str:  # (the parts' hit files, moved or copied: not decoded and written again)
+        folder = dest.rstrip("/") + ".partial"
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        for i, f in enumerate(folders):
+            path, to = part_file(f, "hits.parquet"), os.path.join(folder, f"part{i:04d}.parquet")
+            shutil.move(path, to) if remove else shutil.copyfile(path, to)
+        return folder
 
     for f, m in zip(folders, manifests):  # (all there before any output is made)
         for name in (n for part in m["runs"] for n in part):
             part_file(f, os.path.join("runs", name))
     t0 = time.perf_counter()
     with ExitStack() as stack:
-        copies = stack.enter_context(ThreadPoolExecutor(4))
+        hits = None
+        if outputs.get("merged_hits"):
+            hits = hit_folder(os.fspath(outputs["merged_hits"]))
+            stack.callback(shutil.rmtree, hits, ignore_errors=True)  # (put in place below; else dropped)
+        copies = stack.enter_context(ThreadPoolExecutor(3))
         jobs = [copies.submit(table, k, stack.enter_context(open_output(outputs[k])))
                 for k in _TABLES if outputs.get(k)]
-        if outputs.get("merged_hits"):
-            jobs.append(copies.submit(hit_rows, stack.enter_context(open_output(outputs["merged_hits"], "wb"))))
         for k, stream in annotations.items():
             stream.start(stack.enter_context(open_output(outputs[k])))
         pool = _pool(stack, workers, families, md5s, descriptions, date, True) if workers > 1 and annotations else None
@@ -673,11 +671,11 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         for job in jobs:
             job.result()
         summary.step1_s = time.perf_counter() - t0
+        if hits is not None:
+            dest = os.fspath(outputs["merged_hits"])
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                shutil.rmtree(dest)
+            elif os.path.lexists(dest):
+                os.unlink(dest)
+            os.replace(hits, dest)
     return summary
-
-
-def _pa_parquet():
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    return pa, pq

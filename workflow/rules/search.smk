@@ -93,7 +93,8 @@ rule merge_hits:
         gff3="results/hmmcascade.gff3",
         ipr="results/hmmcascade.interproscan.tsv",
         proteins="results/hmmcascade.proteins.tsv",
-        hits="results/hits.parquet",
+        # (a folder of Parquet hit files, one per shard of the models: the shards' own, not written again)
+        hits=directory("results/hits.parquet"),
         stats="results/stats.json",
     params:
         py=PY,
