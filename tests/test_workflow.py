@@ -118,6 +118,30 @@ def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
     assert len(jobs) == 6 and all(re.search(r"gpu=1, runtime=\d+, mem_mb=\d+", b) for b in jobs), dry.stdout[-2000:]
 
 
+@pytest.mark.parametrize("models, shards, jobs", [(48, {}, (3, 1)), (48, {"sequences": 2}, (2, 2)),
+                                                  (48, {"models": 2}, (2, 2)), (1, {}, (1, 3))])
+def test_auto_shards_split_the_models_first(tmp_path, models, shards, jobs):
+    """shards: auto counts the search jobs from the inputs' sizes (here a 110 MB FASTA: at most 50 M
+    residues of hits a job, so 3 jobs) and shards the models (no fewer than ~10 a shard: one model
+    gets batches of the targets instead); a fixed count on one side divides the jobs on the other.
+    Each model shard gets a merge_shard job (a dry run: the FASTA is sparse)."""
+    seqs = tmp_path / "big.faa"
+    with open(seqs, "wb") as fh:
+        fh.truncate(110_000_000)
+    hmms = tmp_path / "models.hmm"
+    with open(hmms, "wb") as fh:
+        for hmm in read_hmms(RESOURCES / "pfam35_default.hmm.gz")[:models]:
+            hmm.write(fh)
+    config = _config(tmp_path, databases="local", hmms=str(hmms),
+                     sequences=str(seqs), shards={"models": "auto", "sequences": "auto", **shards})
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+                          str(tmp_path), "--configfile", str(config), "--cores", "2", "--dry-run"],
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    counts = dict(re.findall(r"^(search_batch|merge_shard)\s+(\d+)$", dry.stdout, re.M))
+    assert counts == {"search_batch": str(jobs[0] * jobs[1]), "merge_shard": str(jobs[0])}, dry.stdout[-1500:]
+
+
 def test_workflow_downloads_and_annotates(tmp_path, site):  # noqa: F811 - pytest fixture
     config = _config(tmp_path, databases="download", batches=1,
                      download={"pfam_base_url": site.pfam_url + "/", "uniprot_base_url": site.uniprot_url + "/"})

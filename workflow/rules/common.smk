@@ -46,26 +46,30 @@ def get_sequences():
 
 
 def _auto_jobs():
-    """Search jobs for shards: auto, from the inputs' sizes: about AUTO_JOB_CELLS cells (model nodes
-    x residues) a job, a few minutes on one GPU at the H100's ~2,500 GCUPS end to end (2026-11-25),
-    and at most AUTO_JOB_RESIDUES residues of all models' hits a job (its host memory).  Sizes are
-    estimated from the files: 470 bytes of HMM text a node, 1 byte of FASTA a residue, gzip 4x and
-    2x smaller. Inputs not there yet (to be downloaded): 2."""
+    """(search jobs, most model shards) for shards: auto, from the inputs' sizes: about AUTO_JOB_CELLS
+    cells (model nodes x residues) a job, a few minutes on one GPU at the H100's ~2,500 GCUPS end to
+    end (2026-11-25), and at most AUTO_JOB_RESIDUES residues of all models' hits a job (its host
+    memory); at least AUTO_SHARD_MODELS models a model shard.  Sizes are estimated from the files:
+    470 bytes of HMM text a node, AUTO_NODES_PER_MODEL nodes a model, 1 byte of FASTA a residue, gzip
+    4x and 2x smaller. Inputs not there yet (to be downloaded): 2 jobs."""
     try:
         hmm, seqs = get_hmms(), get_sequences()
         nodes = os.path.getsize(hmm) * (4 if hmm.endswith(".gz") else 1) / 470
         residues = os.path.getsize(seqs) * (2 if seqs.endswith(".gz") else 1)
     except OSError:
-        return 2
+        return 2, 2
     by_cells = -(-nodes * residues // AUTO_JOB_CELLS)
     by_memory = -(-residues // AUTO_JOB_RESIDUES)
-    return max(1, min(256, int(max(by_cells, by_memory))))
+    return max(1, min(256, int(max(by_cells, by_memory)))), max(1, int(nodes / AUTO_NODES_PER_MODEL / AUTO_SHARD_MODELS))
 
 
 AUTO_JOB_CELLS = 5e14
 #: at most this many residues (times the share of the models) a search job under shards: auto, so
 #: that its hits stay well inside a workstation's memory (SEARCH_BYTES_PER_RESIDUE a residue: ~15 GB)
 AUTO_JOB_RESIDUES = 50e6
+#: Pfam-A 35.0's nodes a model (3,786,489 / 22,194), and the fewest models a model shard of auto
+AUTO_NODES_PER_MODEL = 170
+AUTO_SHARD_MODELS = 10
 
 
 def _shard_counts():
@@ -78,12 +82,12 @@ def _shard_counts():
     sequences = shards.get("sequences", "auto")
     if sequences == "auto" and "batches" in config:
         sequences = config["batches"]
-    if models == "auto" and sequences == "auto":
-        models, sequences = _auto_jobs(), 1
-    elif models == "auto":
-        models = max(1, -(-_auto_jobs() // int(sequences)))
-    elif sequences == "auto":
-        sequences = max(1, -(-_auto_jobs() // int(models)))
+    if models == "auto" or sequences == "auto":
+        jobs, most_models = _auto_jobs()
+        if models == "auto":  # (few models: the rest of the jobs as batches of the targets)
+            models = min(most_models, -(-jobs // (1 if sequences == "auto" else int(sequences))))
+        if sequences == "auto":
+            sequences = max(1, -(-jobs // int(models)))
     return int(models), int(sequences)
 
 
