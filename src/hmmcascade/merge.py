@@ -30,6 +30,14 @@ block writes one run per part, each part's runs are merged and written to a file
 worker, and the parts are appended to the outputs in name order (pfam_scan's ids padded to the
 widest of all parts here).  The outputs are the same for any number of workers (tested).
 
+**In parts** (the workflow: ``merge --to-parts``, ``merge --from-parts``): a shard of the models
+holds every target, so its step 1 can run as soon as its searches end (:func:`merge_hit_files`
+with ``model_range`` and ``parts_dir``): its tables' text without head or tail, its merged hit
+rows and its runs, cut at :data:`SHARD_PARTS` fixed keys from every target name, go into a folder
+of its own; :func:`merge_parts` then writes each table's head, the parts' text and the tail,
+moves the parts' hit files into one folder, and runs step 2 over all parts' runs.  The outputs
+equal one merge's (tested).
+
 **Memory bound.**  Peak memory is that of the largest of: one block of models (``block_hits``
 hits, or one model's hits where a model alone has more), one row group of a hit file
 (:data:`~hmmcascade.columnar.ROW_GROUP_HITS` hits) per file, one chunk of each run (blocks x
