@@ -228,9 +228,8 @@ def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_
     pfam_scan's widest id.  ``unlink``: the runs are removed once read (those of ``merge --from-parts``
     are the parts' files, kept)."""
     ctx = _PART_CONTEXT
-    streams = {k: AnnotationStream(k, ctx["families"], md5s=ctx["md5s"] if k == "ipr_tsv" else None,
-                                   descriptions=ctx["descriptions"] if k == "ipr_tsv" else None, date=ctx["date"],
-                                   part=True) for k in kinds}
+    streams = _annotation_streams(dict.fromkeys(kinds, True), ctx["families"], ctx["md5s"], ctx["descriptions"],
+                                  ctx["date"], part=True)
     files = {k: os.path.join(spool, f"part{r:05d}.{k}") for k in kinds}
     with ExitStack() as stack:
         for k, stream in streams.items():
@@ -439,19 +438,14 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                              command=command if k != "alignments" else "")
               for k in _TABLES if outputs.get(k)}
     date = time.strftime("%d-%m-%Y")
-    annotations = {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
-                                       descriptions=descriptions if k == "ipr_tsv" else None, date=date)
-                   for k in _ANNOTATIONS if outputs.get(k)}
+    annotations = _annotation_streams(outputs, families, md5s, descriptions, date)
     parallel = workers > 1 and all(isinstance(s, HitFile) for s in sources)
     parts = 2 * workers if parallel and annotations else 1
     try:
         with ExitStack() as stack:
             for k, stream in tables.items():
-                fh = stack.enter_context(open_output(outputs[k]))
-                if parts_dir is None:
-                    stream.start(fh)
-                else:  # (a part: its text alone, the head and tail written by merge_parts)
-                    stream.fh = fh
+                # (a part: its text alone, the head and tail written by merge_parts)
+                stream.start(stack.enter_context(open_output(outputs[k])), head=parts_dir is None)
             for k, stream in annotations.items():
                 stream.start(stack.enter_context(open_output(outputs[k])))
             merged = None
@@ -515,6 +509,14 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             shutil.rmtree(parts_dir, ignore_errors=True)
         raise
     return summary
+
+
+def _annotation_streams(outputs: dict, families, md5s, descriptions, date: str, part: bool = False) -> dict:
+    """An :class:`AnnotationStream` for each per-protein table in ``outputs`` (``md5s`` and
+    ``descriptions``: InterProScan's TSV's)."""
+    return {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
+                                descriptions=descriptions if k == "ipr_tsv" else None, date=date, part=part)
+            for k in _ANNOTATIONS if outputs.get(k)}
 
 
 def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, annotations: bool):
@@ -611,9 +613,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
                            reported_domains=sum(m["reported_domains"] for m in manifests),
                            blocks=sum(m["blocks"] for m in manifests))
     date = time.strftime("%d-%m-%Y")
-    annotations = {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
-                                       descriptions=descriptions if k == "ipr_tsv" else None, date=date)
-                   for k in _ANNOTATIONS if outputs.get(k)}
+    annotations = _annotation_streams(outputs, families, md5s, descriptions, date)
     runs = [[os.path.join(f, "runs", name) for f, m in zip(folders, manifests) for name in m["runs"][r]]
             for r in range(len(manifests[0]["runs"]))]
     summary.parts, summary.runs = len(runs), sum(len(part) for part in runs)
@@ -631,18 +631,12 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         stream = TableStream(k, Z=Z, query_file=query_file, target_file=target_file,
                              command=command if k != "alignments" else "")
         stream.start(fh)
-        fh.flush()
         for f in folders:
             path = part_file(f, k + ".txt")
-            with open(path, "rb") as src:
-                while chunk := src.read(1 << 24):
-                    if stop.is_set():
-                        return
-                    fh.buffer.write(chunk)
-                stream._started = stream._started or src.tell() > 0
+            if not stream.add_file(path, stop):
+                return
             if remove:
                 os.unlink(path)
-        fh.buffer.flush()
         stream.close()
 
     def hit_folder(dest: str) -> str:  # (the parts' hit files, moved or copied: not decoded and written again)

@@ -184,9 +184,11 @@ class TableStream:
         self.fh = None
         self._started = False
 
-    def start(self, fh) -> None:
+    def start(self, fh, head: bool = True) -> None:
+        """Write to the text file ``fh`` from now on (``head``: the alignments' head first; a part of
+        a merge has none, as its text goes between the whole output's head and tail)."""
         self.fh = fh
-        if self.kind == "alignments":
+        if self.kind == "alignments" and head:
             self._write(_alignments_head(self.query_file, self.target_file))
             self._started = True
 
@@ -200,6 +202,19 @@ class TableStream:
         if text:
             self.fh.write(text)
             self._started = True
+
+    def add_file(self, path: str, stop=None) -> bool:
+        """The text of the file ``path`` (:meth:`lines` of the next queries, written by a merge's part),
+        copied byte for byte; False, leaving the copy short, where the event ``stop`` was set first."""
+        self.fh.flush()
+        with open(path, "rb") as src:
+            while chunk := src.read(1 << 24):
+                if stop is not None and stop.is_set():
+                    return False
+                self.fh.buffer.write(chunk)
+            self._started = self._started or src.tell() > 0
+        self.fh.buffer.flush()
+        return True
 
     def lines(self, per_query, header: bool) -> list[str]:
         """The lines of the next queries (with the table header before the first, if ``header``);
