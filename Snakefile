@@ -4,6 +4,10 @@
 configfile: "config.yaml"
 
 
+# the report's opening text (snakemake --report report.html after a run)
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 
@@ -16,3 +20,4 @@ include: "workflow/rules/fetch.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/search.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/report.smk"

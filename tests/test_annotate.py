@@ -7,10 +7,15 @@ The expected behaviour is pfam_scan's (Bio::Pfam::Scan::PfamScan 1.6): ``_read_p
 from __future__ import annotations
 
 import gzip
+import shutil
+import subprocess
 
 import pytest
 
-from hmmcascade.annotate import PfamFamily, pfam_domains, read_pfam_dat, write_gff3, write_pfam_scan
+from hmmcascade import __version__
+from hmmcascade.annotate import (AnnotationStream, PfamFamily, pfam_domains, read_pfam_dat, thresholds_note,
+                                 write_gff3, write_pfam_scan)
+from hmmcascade.reporting import Thresholds
 from hmmcascade.io import InputError
 from hmmcascade.results import Alignment, Domain, Hit
 
@@ -194,17 +199,88 @@ def test_gff3(tmp_path, families):
     assert lines == [
         "##gff-version 3",
         "##sequence-region a 1 400",
-        "a\thmmcascade\tprotein_match\t5\t50\t12.0\t.\t.\tName=DUF1234;evalue=0.0002;hmm_start=3;hmm_end=48;"
-        "hmm_length=90;env_start=1;env_end=53;significant=1",
+        "a\thmmcascade\tpolypeptide\t1\t400\t.\t.\t.\tID=protein:a;Name=a",
+        "a\thmmcascade\tprotein_match\t5\t50\t12.0\t.\t.\tID=domain:a:1;Parent=protein:a;Name=DUF1234;"
+        "Target=DUF1234 3 48;evalue=0.0002;hmm_start=3;hmm_end=48;hmm_length=90;env_start=1;env_end=53;significant=1",
         "##sequence-region seq%252 1 400",
-        "seq%252\thmmcascade\tprotein_match\t1\t12\t3.0\t.\t.\tName=DUF%3D1%2C2;evalue=1;hmm_start=3;hmm_end=14;"
+        "seq%252\thmmcascade\tpolypeptide\t1\t400\t.\t.\t.\tID=protein:seq%252;Name=seq%252",
+        "seq%252\thmmcascade\tprotein_match\t1\t12\t3.0\t.\t.\tID=domain:seq%252:1;Parent=protein:seq%252;"
+        "Name=DUF%3D1%2C2;Target=DUF%3D1%2C2 3 14;evalue=1;hmm_start=3;hmm_end=14;"
         "hmm_length=90;env_start=1;env_end=15;significant=1",
         "##sequence-region sp|P0A9T0|SERA%20ECOLI%3B1 1 400",
-        "sp|P0A9T0|SERA%20ECOLI%3B1\thmmcascade\tprotein_match\t101\t279\t178.3\t.\t.\tName=2-Hacid_dh_C;"
-        "Dbxref=Pfam:PF02826;accession=PF02826.23;evalue=1e-53;hmm_start=3;hmm_end=181;hmm_length=178;"
-        "env_start=96;env_end=282;significant=1;type=Domain;clan=CL0063",
+        "sp|P0A9T0|SERA%20ECOLI%3B1\thmmcascade\tpolypeptide\t1\t400\t.\t.\t.\t"
+        "ID=protein:sp|P0A9T0|SERA ECOLI%3B1;Name=sp|P0A9T0|SERA ECOLI%3B1",
+        "sp|P0A9T0|SERA%20ECOLI%3B1\thmmcascade\tprotein_match\t101\t279\t178.3\t.\t.\t"
+        "ID=domain:sp|P0A9T0|SERA ECOLI%3B1:1;Parent=protein:sp|P0A9T0|SERA ECOLI%3B1;Name=2-Hacid_dh_C;"
+        "Target=2-Hacid_dh_C 3 181;Dbxref=Pfam:PF02826;accession=PF02826.23;evalue=1e-53;hmm_start=3;hmm_end=181;"
+        "hmm_length=178;env_start=96;env_end=282;significant=1;type=Domain;clan=CL0063",
     ]
     assert all(len(line.split("\t")) == 9 for line in lines if not line.startswith("##"))
+
+
+def _gff3_validator(path) -> None:
+    """genometools' strict GFF3 check (Debian package genometools)."""
+    gt = shutil.which("gt")
+    if gt is None:
+        pytest.skip("genometools' gt is not installed (apt-get install genometools)")
+    run = subprocess.run([gt, "gff3validator", str(path)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "input is valid GFF3" in run.stdout, run.stderr
+
+
+def test_gff3_is_valid_with_unique_ids_and_one_parent_per_protein(tmp_path, families):
+    """gt gff3validator accepts the file: each protein one polypeptide feature (the domains' Parent), IDs unique
+    (names that look like another protein's IDs, several domains of one protein, a name of bytes that are not
+    UTF-8), Target on the model."""
+    hits = [_hit("2-Hacid_dh_C", "sp|P0A9T0|SERA ECOLI;1", [(101, 279, 1e-53, 178.33)]),
+            _hit("AlaDh_PNT_C", "a", [(20, 40, 3.2e-3, 25.06), (60, 80, 0.12, 25.04)]),
+            _hit("Shikimate_DH", "a", [(200, 260, 1e-9, 40.0)]), _hit("DUF1234", "a:1", [(5, 50, 2e-4, 12.0)]),
+            _hit("DUF1234", "domain:a:1", [(5, 50, 2e-4, 12.0)]), _hit("DUF1234", "x=y,%z", [(2, 9, 1.0, 3.0)]),
+            _hit("DUF1234", b"b\xe9\xff".decode("utf-8", "surrogateescape"), [(2, 9, 1.0, 3.0)])]
+    note = thresholds_note(Thresholds(cut="ga"), 2000)
+    stream = AnnotationStream("gff3", families, note=note, significant_only=False)
+    path = tmp_path / "t.gff3"
+    with open(path, "w") as fh:
+        stream.start(fh)
+        stream.add(pfam_domains(hits, families))
+        stream.close()
+    _gff3_validator(path)
+    lines = path.read_text().splitlines()
+    assert lines[:2] == ["##gff-version 3", "# hmmcascade %s: all reported domains; thresholds: --cut_ga (each model's "
+                         "gathering cutoffs); Z = 2000" % __version__]
+    rows = [line.split("\t") for line in lines if not line.startswith("#")]
+    attrs = [dict(kv.split("=", 1) for kv in r[8].split(";")) for r in rows]
+    ids = [a["ID"] for a in attrs]
+    assert len(ids) == len(set(ids)) == 6 + 8 and "protein:b%E9%FF" in ids  # (a name's bytes, not UTF-8: escaped)
+    proteins = {r[0]: a["ID"] for r, a in zip(rows, attrs) if r[2] == "polypeptide"}
+    assert [r[3:5] for r in rows if r[2] == "polypeptide"] == [["1", "400"]] * 6
+    for r, a in zip(rows, attrs):
+        if r[2] == "protein_match":
+            assert a["Parent"] == proteins[r[0]] and a["Target"].split(" ")[0] == a["Name"]
+            assert a["Target"].split(" ")[1:] == [a["hmm_start"], a["hmm_end"]]
+    assert [a["ID"] for r, a in zip(rows, attrs) if r[0] == "a" and r[2] == "protein_match"] == \
+        ["domain:a:1", "domain:a:2", "domain:a:3"]
+
+
+def test_tables_name_their_thresholds(tmp_path, families):
+    """pfam_scan's table and the protein summary say which thresholds and Z made them; significant_only shows."""
+    hits = [_hit("AlaDh_PNT_C", "a", [(20, 40, 3.2e-3, 25.06), (60, 80, 0.12, 5.0)], score=30.0)]
+    assert thresholds_note(Thresholds(), 300) == "-E 10 --domE 10 --incE 0.01 --incdomE 0.01; Z = 300"
+    assert thresholds_note(Thresholds(T=25, domT=20, domZ=5), 1e6) == \
+        "-T 25 --domT 20 --incE 0.01 --incdomE 0.01; domZ = 5; Z = 1e+06"
+    out = {}
+    for kind in ("pfamscan", "protein_summary"):
+        stream = AnnotationStream(kind, families, note="-E 10; Z = 3", significant_only=True)
+        with open(tmp_path / kind, "w") as fh:
+            stream.start(fh)
+            stream.add(pfam_domains(hits, families))
+            stream.close()
+        out[kind] = (tmp_path / kind).read_text().splitlines()
+    assert "#               thresholds: -E 10; Z = 3" in out["pfamscan"]
+    assert "#                  domains: significant only" in out["pfamscan"]
+    assert len([line for line in out["pfamscan"] if line and not line.startswith("#")]) == 1
+    assert out["protein_summary"] == [
+        "# hmmcascade %s: significant domains; thresholds: -E 10; Z = 3" % __version__,
+        "protein\tlength\tdomains\tarchitecture\taccessions\tclans", "a\t400\t1\tAlaDh_PNT_C\tPF01262.25\tCL0063"]
 
 
 def test_bad_hits_are_one_line_errors_and_leave_no_file(tmp_path):

@@ -139,7 +139,7 @@ def test_search_then_merge_writes_every_output(tmp_path, small_seqs):
     expected = [line for line in Path(f"{whole}.domtbl").read_text().splitlines() if not line.startswith("#")]
     assert body == expected and len(body) > 10
     gff = Path(f"{merged}.gff3").read_text().splitlines()
-    assert gff[0] == "##gff-version 3" and sum(not line.startswith("#") for line in gff) == len(body)
+    assert gff[0] == "##gff-version 3" and sum("\tprotein_match\t" in line for line in gff) == len(body)
     assert "== domain 1" in Path(f"{merged}.ali.txt").read_text()
 
 

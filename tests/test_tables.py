@@ -61,3 +61,19 @@ def test_protein_summary_lists_each_proteins_domains_in_order(tables):
         doms = per[r["protein"]]
         assert int(r["domains"]) == len(doms) and r["architecture"] == " ".join(s[6] for s in doms)
         assert r["accessions"] == " ".join(s[5] for s in doms) and r["clans"] == "-"
+
+
+def test_the_tsvs_load_with_pandas(tables):
+    """What pipelines downstream do: pandas reads InterProScan's TSV (no header; its 13 documented
+    columns) and the protein summary (a '#' line of thresholds, then a header) with their types."""
+    import pandas as pd
+
+    d, scan = tables
+    ipr = pd.read_csv(d / "ipr.tsv", sep="\t", header=None, names=IPR_COLUMNS, dtype=str, keep_default_na=False)
+    assert len(ipr) == sum(s[13] == "1" for s in scan) > 0 and list(ipr.columns) == list(IPR_COLUMNS)
+    assert ipr.iloc[:, 6].astype(int).le(ipr.iloc[:, 7].astype(int)).all()  # start <= stop
+    assert ipr.iloc[:, 1].str.fullmatch(r"[0-9a-f]{32}").all() and ipr.iloc[:, 8].astype(float).ge(0).all()
+    proteins = pd.read_csv(d / "proteins.tsv", sep="\t", comment="#", dtype={"protein": str})
+    assert list(proteins.columns) == ["protein", "length", "domains", "architecture", "accessions", "clans"]
+    assert proteins["domains"].sum() == len(scan) and proteins["length"].dtype.kind == "i"
+    assert (proteins["architecture"].str.split(" ").str.len() == proteins["domains"]).all()

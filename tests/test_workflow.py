@@ -143,7 +143,8 @@ def test_auto_shards_split_the_models_first(tmp_path, models, shards, jobs):
 
 
 def test_workflow_downloads_and_annotates(tmp_path, site):  # noqa: F811 - pytest fixture
-    config = _config(tmp_path, databases="download", batches=1,
+    # (the mirror's models, from pyhmmer's test data, have no GA lines: hmmsearch's thresholds, not Pfam mode's)
+    config = _config(tmp_path, databases="download", batches=1, preset="hmmsearch",
                      download={"pfam_base_url": site.pfam_url + "/", "uniprot_base_url": site.uniprot_url + "/"})
     site.server.cut["/uniprot/uniprot_sprot.fasta.gz"] = 1  # the first transfer is cut half-way
     run = _snakemake(tmp_path, config)
@@ -168,3 +169,91 @@ def test_workflow_fails_cleanly_on_nucleotide_input(tmp_path):
     assert log[-1].startswith("hmmcascade: error: ") and "nucleotides" in log[-1]
     assert not (tmp_path / "results/hmmcascade.tblout").exists()
     assert not list((tmp_path / "results").rglob("batch*"))  # nothing partial from the failed job
+
+
+def _dry_run(tmp_path: Path, config: Path) -> str:
+    """The jobs and shell commands of a dry run of every job (stdout)."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+           "--configfile", str(config), "--cores", "2", "--dry-run", "--forceall", "--printshellcmds"]
+    dry = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    return dry.stdout
+
+
+def _small_files(folder: Path, models: int, proteins: int) -> tuple[Path, Path]:
+    """The first ``models`` embedded models and ``proteins`` embedded proteins, as files in ``folder``."""
+    hmm_path = folder / "models.hmm"
+    with open(hmm_path, "wb") as fh:
+        for hmm in read_hmms(RESOURCES / "pfam35_default.hmm.gz")[:models]:
+            hmm.write(fh)
+    records = gzip.open(RESOURCES / "proteins_default.faa.gz", "rt").read().split(">")[1:proteins + 1]
+    seq_path = folder / "proteins.faa"
+    seq_path.write_text("".join(">" + r for r in records))
+    return hmm_path, seq_path
+
+
+def test_pfam_preset_lists_the_gathering_domains_as_pyhmmer_finds_them(tmp_path):
+    """preset: pfam on local Pfam models (16 embedded Pfam 35.0 models, with GA lines) x 600 proteins: the search
+    uses the models' gathering cutoffs (--cut_ga) and the pfam_scan table lists only significant domains, those
+    pyhmmer.hmmsearch(bit_cutoffs="gathering") includes; without Pfam-A.hmm.dat, the merge's log says that no
+    clan overlaps were resolved; each per-protein table's header names the thresholds and Z."""
+    import pyhmmer
+    from pyhmmer.easel import SequenceFile
+    from pyhmmer.plan7 import HMMFile
+
+    hmm_path, seq_path = _small_files(tmp_path, 16, 600)
+    config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path), preset="pfam")
+    dry = _dry_run(tmp_path, config)
+    assert "--cut_ga" in dry and "--significant-only" in dry and " -E " not in dry, dry[-2000:]
+    run = _snakemake(tmp_path, config)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    with HMMFile(hmm_path) as fh:
+        hmms = list(fh)
+    with SequenceFile(str(seq_path), digital=True) as fh:
+        seqs = list(fh)
+    expected = set()
+    for hits in pyhmmer.hmmsearch(hmms, seqs, bit_cutoffs="gathering", Z=len(seqs)):
+        for hit in hits:
+            for d in hit.domains if hit.included else ():
+                if d.included:
+                    a = d.alignment
+                    name = hit.name.decode() if isinstance(hit.name, bytes) else hit.name
+                    query = hits.query.name.decode() if isinstance(hits.query.name, bytes) else hits.query.name
+                    expected.add((name, a.target_from, a.target_to, d.env_from, d.env_to, query, a.hmm_from,
+                                   a.hmm_to, "%.1f" % d.score, "%.2g" % d.i_evalue))
+    text = (tmp_path / "results/hmmcascade.pfam_scan.tsv").read_text().splitlines()
+    rows = [line.split() for line in text if line and not line.startswith("#")]
+    assert len(rows) > 10 and all(r[13] == "1" for r in rows)
+    assert {(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[6], int(r[8]), int(r[9]), r[11], r[12])
+            for r in rows} == expected
+    assert len(rows) == len(expected)
+    note = f"thresholds: --cut_ga (each model's gathering cutoffs); Z = {len(seqs)}"
+    assert "#               " + note in text and "#                  domains: significant only" in text
+    for table in ("hmmcascade.gff3", "hmmcascade.proteins.tsv"):
+        assert any(note in line
+                   for line in (tmp_path / "results" / table).read_text().splitlines()[:2]), table
+    assert "clan overlaps not resolved" in (tmp_path / "logs/merge_hits/merge.log").read_text()
+    accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())  # (pyhmmer with the same cutoffs)
+    assert accuracy["recall"] == accuracy["precision"] == 1.0
+
+
+def test_presets_choose_the_thresholds(tmp_path):
+    """auto is pfam with databases: download (gathering cutoffs) and hmmsearch otherwise (E-values); thresholds the
+    user sets (cut: none, T) win over the pfam preset's cutoffs; all_domains lists every reported domain."""
+    def shell(**overrides):
+        dry = _dry_run(tmp_path, _config(tmp_path, **overrides))
+        merge = [b for b in dry.split("rule ")[1:] if b.startswith("merge_hits:")]
+        assert len(merge) == 1, dry[-2000:]
+        return merge[0]
+
+    embedded = shell()
+    assert "--cut_ga" not in embedded and " -E 10.0 " in embedded and "--significant-only" not in embedded
+    pfam = shell(preset="pfam")
+    assert "--cut_ga" in pfam and "--significant-only" in pfam
+    assert "--cut_ga" not in shell(preset="pfam", thresholds={"cut": "none"})
+    assert " -T 25" in shell(preset="pfam", thresholds={"T": 25})
+    assert "--cut_tc" in shell(thresholds={"cut": "tc"})
+    assert "--significant-only" not in shell(preset="pfam", all_domains=True)
+    download = shell(databases="download")
+    assert "--cut_ga" in download and "--significant-only" in download and "Pfam-A.hmm.dat.gz" in download

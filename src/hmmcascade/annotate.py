@@ -19,7 +19,10 @@ does the same from :class:`~hmmcascade.results.Hit` lists:
 * :func:`write_pfam_scan` writes pfam_scan's table, in its column order and
   printf formats: proteins sorted by name, domains by alignment start.
 * :func:`write_gff3` writes the same domains as GFF3 ``protein_match``
-  features on alignment coordinates (as pfam_scan and InterProScan report).
+  features on alignment coordinates (as pfam_scan and InterProScan report),
+  each the child of its protein's ``polypeptide`` feature.
+* :func:`thresholds_note` names the thresholds and Z that made a table, for
+  the comment line of the per-protein tables (:class:`AnnotationStream`'s ``note``).
 
 Without family data there is no clan resolution, the type column is ``-`` and
 the clan ``No_clan``.  The significance column is pfam_scan's: 1 when the
@@ -44,7 +47,7 @@ from .io import InputError, check_input_file, open_input
 from .results import Domain, Hit
 
 __all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3",
-           "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream"]
+           "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream"]
 
 
 @dataclass(frozen=True)
@@ -249,12 +252,15 @@ def write_pfam_scan(path, hits, families: dict[str, PfamFamily] | None = None, *
                        name_width=name_width)
 
 
-def _pfam_scan_head(resolved: bool) -> list[str]:
+def _pfam_scan_head(resolved: bool, note: str | None = None, significant_only: bool = False) -> list[str]:
+    made_by = [f"#               thresholds: {note}",
+               f"#                  domains: {'significant only' if significant_only else 'all reported'}"] if note else []
     return [
         f"# hmmcascade {__version__}: pfam_scan.pl-style domain table",
         "#",
         f"#    resolve clan overlaps: {'on' if resolved else 'off'}",
         "#     predict active sites: off",
+        *made_by,
         "# = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = = =",
         "#",
         _COLUMNS,
@@ -273,21 +279,32 @@ def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, res
                significant_only: bool = False) -> None:
     """The domains of :func:`write_pfam_scan` as GFF3 (``##gff-version 3``).
 
-    One ``protein_match`` (SO:0000349) feature per domain: seqid the target name, source
+    Each protein with domains gets a ``##sequence-region`` line and one ``polypeptide`` (SO:0000104)
+    feature spanning it (1 to its length; ``ID=protein:<seqid>``, ``Name=<seqid>``), and each domain
+    one ``protein_match`` (SO:0000349) feature, its child (``Parent``): seqid the target name, source
     ``hmmcascade``, start/end the alignment coordinates (1-based, inclusive, as pfam_scan and
-    InterProScan report), score the domain bit score, strand and phase ``.``.  Attributes:
-    ``Name`` (model name), ``Dbxref=Pfam:PFnnnnn`` (for Pfam accessions, version dropped),
+    InterProScan report), score the domain bit score, strand and phase ``.``.  A domain's
+    attributes: ``ID=domain:<seqid>:<k>`` (k: 1, 2, ... along the protein; IDs are unique in the
+    file, since a protein's rows all come together and k ends each domain's ID), ``Parent``,
+    ``Name`` (model name), ``Target=<model name> <hmm start> <hmm end>`` (the GFF3 specification's
+    alignment target), ``Dbxref=Pfam:PFnnnnn`` (for Pfam accessions, version dropped),
     ``accession``, ``evalue`` (independent), ``hmm_start``/``hmm_end``/``hmm_length``,
     ``env_start``/``env_end``, ``significant``, and ``type``/``clan`` when family data are given.
-    Each protein gets a ``##sequence-region`` line.  Text is escaped as the GFF3 specification asks.
+    Text is escaped as the GFF3 specification asks.
     """
     _write_annotations(path, "gff3", hits, families, resolve_clan_overlap, significant_only=significant_only)
 
 
-def _gff3_lines(a: DomainAnnotation, new_protein: bool) -> list[str]:
+def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
+    """Domain ``k`` (1, 2, ...) of its protein; the protein's region and polypeptide first when ``k`` is 1."""
     seqid = _escape(a.seq_id, _seqid_safe)
-    out = [f"##sequence-region {seqid} 1 {a.seq_length}"] if new_protein else []
-    attrs = [("Name", a.hmm_name)]
+    protein_id = "protein:" + _escape(a.seq_id, _attr_safe)
+    out = []
+    if k == 1:
+        out.append(f"##sequence-region {seqid} 1 {a.seq_length}")
+        out.append("\t".join([seqid, "hmmcascade", "polypeptide", "1", str(a.seq_length), ".", ".", ".",
+                              f"ID={protein_id};Name={_escape(a.seq_id, _attr_safe)}"]))
+    attrs = [("ID", f"domain:{a.seq_id}:{k}"), ("Parent", f"protein:{a.seq_id}"), ("Name", a.hmm_name)]
     pfam = re.match(r"PF\d{5}", a.hmm_acc)
     if pfam:
         attrs.append(("Dbxref", f"Pfam:{pfam.group(0)}"))
@@ -300,10 +317,33 @@ def _gff3_lines(a: DomainAnnotation, new_protein: bool) -> list[str]:
         attrs.append(("type", a.type))
     if a.clan != "No_clan":
         attrs.append(("clan", a.clan))
-    column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs)
+    column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs[:3])
+    # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
+    column9 += f";Target={_escape(a.hmm_name, _attr_safe).replace(' ', '%20')} {a.hmm_from} {a.hmm_to};"
+    column9 += ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs[3:])
     out.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
                           "%.1f" % a.bits, ".", ".", column9]))
     return out
+
+
+_CUT_NAMES = {"ga": "gathering", "tc": "trusted", "nc": "noise"}
+
+
+def thresholds_note(th, Z: float) -> str:
+    """The reporting thresholds and search space of a search, as hmmsearch's options, for a table's
+    comment: e.g. ``--cut_ga (each model's gathering cutoffs); Z = 2000`` or ``-E 10 --domE 10 --incE
+    0.01 --incdomE 0.01; Z = 300``.  ``th``: a :class:`~hmmcascade.reporting.Thresholds`."""
+    if th.cut:
+        text = f"--cut_{th.cut} (each model's {_CUT_NAMES[th.cut]} cutoffs)"
+    else:
+        parts = [f"-T {th.T:g}" if th.T is not None else f"-E {th.E:g}"]
+        for e_name, t_name in (("domE", "domT"), ("incE", "incT"), ("incdomE", "incdomT")):
+            t = getattr(th, t_name)
+            parts.append(f"--{t_name} {t:g}" if t is not None else f"--{e_name} {getattr(th, e_name):g}")
+        text = " ".join(parts)
+    if th.domZ:
+        text += f"; domZ = {th.domZ:g}"
+    return f"{text}; Z = {Z:g}"
 
 
 class AnnotationStream:
@@ -319,11 +359,16 @@ class AnnotationStream:
     ``part``: this stream writes one part of the output (whole proteins, :meth:`add_part` of the
     stream of the whole): no header, and pfam_scan's lines as ``id NUL rest`` with :attr:`width`
     the widest id, for the whole's stream to pad.
+
+    ``note``: the thresholds and Z that made the table (:func:`thresholds_note`), written as a
+    comment in the header of pfam_scan's table, GFF3 (after ``##gff-version``) and the protein
+    summary (a ``#`` line before the column names); InterProScan's TSV has no header, so no note.
     """
 
     def __init__(self, kind: str, families: dict[str, PfamFamily] | None = None, *, resolve_clan_overlap: bool = True,
                  significant_only: bool | None = None, name_width: int | None = None, md5s=None,
-                 descriptions: dict[str, str] | None = None, date: str | None = None, part: bool = False):
+                 descriptions: dict[str, str] | None = None, date: str | None = None, part: bool = False,
+                 note: str | None = None):
         import time as _time
 
         if kind not in ("pfamscan", "gff3", "ipr_tsv", "protein_summary"):
@@ -337,7 +382,9 @@ class AnnotationStream:
         self._spool = None
         self._width = 1
         self.part = part
+        self.note = note
         self._last_seq = None
+        self._domain_k = 0  #: GFF3: the number of the last domain written of protein _last_seq
         self._protein: list[DomainAnnotation] = []
 
     @property
@@ -352,15 +399,15 @@ class AnnotationStream:
                 self._spool = fh  # (the part's lines, ids unpadded)
             return
         if self.kind == "pfamscan":
-            self._write(_pfam_scan_head(self.resolved))
+            self._write(_pfam_scan_head(self.resolved, self.note, self.significant_only))
             if self.name_width is None:
                 import tempfile
 
                 self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogateescape", newline="")
         elif self.kind == "gff3":
-            self._write(["##gff-version 3"])
+            self._write(["##gff-version 3"] + self._note_lines())
         elif self.kind == "protein_summary":
-            self._write(["protein\tlength\tdomains\tarchitecture\taccessions\tclans"])
+            self._write(self._note_lines() + ["protein\tlength\tdomains\tarchitecture\taccessions\tclans"])
 
     def add(self, rows) -> None:
         rows = [a for a in rows if a.significant or not self.significant_only]
@@ -374,8 +421,9 @@ class AnnotationStream:
             lines = ["%-*s" % (self.name_width, a.seq_id) + _pfam_scan_rest(a) for a in rows]
         elif self.kind == "gff3":
             for a in rows:
-                lines += _gff3_lines(a, a.seq_id != self._last_seq)
+                self._domain_k = self._domain_k + 1 if a.seq_id == self._last_seq else 1
                 self._last_seq = a.seq_id
+                lines += _gff3_lines(a, self._domain_k)
         elif self.kind == "ipr_tsv":
             lines = [self._ipr_line(a) for a in rows]
         else:
@@ -400,6 +448,12 @@ class AnnotationStream:
             else:
                 self._protein_done()
                 shutil.copyfileobj(part, self.fh, 1 << 20)
+
+    def _note_lines(self) -> list[str]:
+        if not self.note:
+            return []
+        listed = "significant domains" if self.significant_only else "all reported domains"
+        return [f"# hmmcascade {__version__}: {listed}; thresholds: {self.note}"]
 
     def _protein_done(self) -> None:
         if self._protein:
@@ -512,8 +566,9 @@ def _seqid_safe(ch: str) -> bool:
 
 
 def _attr_safe(ch: str) -> bool:
-    """GFF3 column 9 values escape ; = & , (reserved), % itself, tab, newline and control characters."""
-    return ch not in ";=&,%\t\n\r" and ord(ch) >= 0x20 and ch != "\x7f"
+    """GFF3 column 9 values escape ; = & , (reserved), % itself, tab, newline and control characters, and a
+    name's bytes that are not UTF-8 (read as surrogates: the IDs hold the protein names)."""
+    return ch not in ";=&,%\t\n\r" and ord(ch) >= 0x20 and ch != "\x7f" and not "\udc80" <= ch <= "\udcff"
 
 
 #: the characters each ``safe`` rule rejects, as one regular expression (a string with none is kept as is)
@@ -525,7 +580,7 @@ def _unsafe_pattern(safe):
         if safe is _seqid_safe:
             _UNSAFE[safe] = re.compile(r"[^a-zA-Z0-9.:^*$@!+_?\-|]")
         elif safe is _attr_safe:
-            _UNSAFE[safe] = re.compile(r"[;=&,%\t\n\r\x00-\x1f\x7f]")
+            _UNSAFE[safe] = re.compile("[;=&,%\t\n\r\x00-\x1f\x7f\udc80-\udcff]")
         else:
             _UNSAFE[safe] = None
     return _UNSAFE[safe]

@@ -217,9 +217,9 @@ def _annotate_runs(runs: list[str], families, streams: dict, part_rows: int) -> 
 _PART_CONTEXT: dict = {}
 
 
-def _init_worker(families, md5s, descriptions, date) -> None:
+def _init_worker(families, md5s, descriptions, date, annotation=None) -> None:
     """A worker process's per-protein tables' data (sent once per process, not with every part)."""
-    _PART_CONTEXT.update(families=families, md5s=md5s, descriptions=descriptions, date=date)
+    _PART_CONTEXT.update(families=families, md5s=md5s, descriptions=descriptions, date=date, annotation=annotation)
 
 
 def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_rows: int,
@@ -229,7 +229,7 @@ def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_
     are the parts' files, kept)."""
     ctx = _PART_CONTEXT
     streams = _annotation_streams(dict.fromkeys(kinds, True), ctx["families"], ctx["md5s"], ctx["descriptions"],
-                                  ctx["date"], part=True)
+                                  ctx["date"], part=True, annotation=ctx["annotation"])
     files = {k: os.path.join(spool, f"part{r:05d}.{k}") for k in kinds}
     with ExitStack() as stack:
         for k, stream in streams.items():
@@ -382,7 +382,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                     md5s=None, descriptions=None, query_file=None, target_file=None, command: str = "",
                     block_hits: int = BLOCK_HITS, part_rows: int = PART_ROWS, workers: int = 1,
                     model_range: tuple[int, int] | None = None, parts_dir: str | None = None,
-                    names=None) -> MergeSummary:
+                    names=None, annotation: dict | None = None) -> MergeSummary:
     """Merge hit files into the whole search's outputs (see the module's docs).
 
     Arguments:
@@ -405,6 +405,8 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             merged hit rows, and the sorted runs of the per-protein tables, cut by ``names``.
         names: every target name of the search (with ``parts_dir``: the parts' name cuts, the
             same in every shard's folder).
+        annotation: options of the per-protein tables but InterProScan's
+            (:class:`~hmmcascade.annotate.AnnotationStream`'s ``significant_only`` and ``note``).
     """
     from .outfiles import open_output
     from .output import TableStream
@@ -438,7 +440,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                              command=command if k != "alignments" else "")
               for k in _TABLES if outputs.get(k)}
     date = time.strftime("%d-%m-%Y")
-    annotations = _annotation_streams(outputs, families, md5s, descriptions, date)
+    annotations = _annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
     parallel = workers > 1 and all(isinstance(s, HitFile) for s in sources)
     parts = 2 * workers if parallel and annotations else 1
     try:
@@ -458,7 +460,8 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             elif annotations:
                 spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
                 stack.callback(shutil.rmtree, spool, ignore_errors=True)
-            pool = _pool(stack, workers, families, md5s, descriptions, date, bool(annotations)) if parallel else None
+            pool = (_pool(stack, workers, families, md5s, descriptions, date, bool(annotations), annotation)
+                    if parallel else None)
 
             # step 1: blocks of models (in worker processes when asked: each block's text, rows and runs are
             # made apart and written here in block order)
@@ -511,15 +514,18 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     return summary
 
 
-def _annotation_streams(outputs: dict, families, md5s, descriptions, date: str, part: bool = False) -> dict:
+def _annotation_streams(outputs: dict, families, md5s, descriptions, date: str, part: bool = False,
+                        annotation: dict | None = None) -> dict:
     """An :class:`AnnotationStream` for each per-protein table in ``outputs`` (``md5s`` and
-    ``descriptions``: InterProScan's TSV's)."""
+    ``descriptions``: InterProScan's TSV's; ``annotation``: the other tables' options)."""
     return {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
-                                descriptions=descriptions if k == "ipr_tsv" else None, date=date, part=part)
+                                descriptions=descriptions if k == "ipr_tsv" else None, date=date, part=part,
+                                **({} if k == "ipr_tsv" else annotation or {}))
             for k in _ANNOTATIONS if outputs.get(k)}
 
 
-def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, annotations: bool):
+def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, annotations: bool,
+          annotation: dict | None = None):
     """A pool of ``workers`` spawned processes (not forked: the parent has Arrow's threads running),
     closed with ``stack``."""
     import multiprocessing
@@ -527,7 +533,7 @@ def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, an
 
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-        initargs=(families, md5s, descriptions, date) if annotations else (None, None, None, date))
+        initargs=(families, md5s, descriptions, date, annotation) if annotations else (None, None, None, date))
 
     def close(exc_type, exc, tb) -> bool:  # (on an error or SIGTERM, the work not started is dropped)
         pool.shutdown(wait=True, cancel_futures=exc_type is not None)
@@ -578,14 +584,14 @@ def _read_manifest(folder: str) -> dict:
 def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=None, md5s=None,
                 descriptions=None, query_file=None, target_file=None, command: str = "",
                 part_rows: int = PART_ROWS, workers: int = 1, n_models: int | None = None,
-                remove: bool = False) -> MergeSummary:
+                remove: bool = False, annotation: dict | None = None) -> MergeSummary:
     """The whole search's outputs from the shards' folders made by :func:`merge_hit_files` with
     ``parts_dir`` (in model order; together every model, from 0): the tables are each part's text
     between one head and tail, the merged hits (``outputs["merged_hits"]``) a folder of the parts'
     hit files (read as one by :class:`~hmmcascade.columnar.HitFile`), and the per-protein tables step 2
     over all parts' runs.  The outputs equal one merge of every hit file (tested).
 
-    ``remove``: each file of the folders is removed as soon as it has been used (the disk then holds
+    ``annotation``: as :func:`merge_hit_files`'s.  ``remove``: each file of the folders is removed as soon as it has been used (the disk then holds
     the outputs and little more than the folders; on an error the folders are left incomplete, and a
     later merge of them fails naming the part to make again)."""
     import threading
@@ -613,7 +619,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
                            reported_domains=sum(m["reported_domains"] for m in manifests),
                            blocks=sum(m["blocks"] for m in manifests))
     date = time.strftime("%d-%m-%Y")
-    annotations = _annotation_streams(outputs, families, md5s, descriptions, date)
+    annotations = _annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
     runs = [[os.path.join(f, "runs", name) for f, m in zip(folders, manifests) for name in m["runs"][r]]
             for r in range(len(manifests[0]["runs"]))]
     summary.parts, summary.runs = len(runs), sum(len(part) for part in runs)
@@ -638,6 +644,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
             if remove:
                 os.unlink(path)
         stream.close()
+        copied[k] = time.perf_counter() - t0
 
     def hit_folder(dest: str) -> str:  # (the parts' hit files, moved or copied: not decoded and written again)
         folder = dest.rstrip("/") + ".partial"
@@ -652,6 +659,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         for name in (n for part in m["runs"] for n in part):
             part_file(f, os.path.join("runs", name))
     t0 = time.perf_counter()
+    copied: dict[str, float] = {}  # (each table's seconds to its end: the copies run beside step 2)
     with ExitStack() as stack:
         hits = None
         if outputs.get("merged_hits"):
@@ -662,7 +670,8 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
                 for k in _TABLES if outputs.get(k)]
         for k, stream in annotations.items():
             stream.start(stack.enter_context(open_output(outputs[k])))
-        pool = _pool(stack, workers, families, md5s, descriptions, date, True) if workers > 1 and annotations else None
+        pool = (_pool(stack, workers, families, md5s, descriptions, date, True, annotation)
+                if workers > 1 and annotations else None)
         spool = None
         if annotations:
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
@@ -672,7 +681,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         summary.step2_s = time.perf_counter() - t0
         for job in jobs:
             job.result()
-        summary.step1_s = time.perf_counter() - t0
+        summary.step1_s = max(copied.values(), default=0.0)
         if hits is not None:
             dest = os.fspath(outputs["merged_hits"])
             if os.path.isdir(dest) and not os.path.islink(dest):

@@ -1,13 +1,15 @@
-"""Result files: HMMER's three ``hmmsearch`` outputs, JSON, and the pipeline summary.
+"""Result files: HMMER's ``hmmsearch`` outputs, JSON, and the pipeline summary.
 
 HMMER's outputs are written from :class:`~hmmcascade.results.Hit` lists as
 HMMER 3.4 prints them (``src/p7_tophits.c``, ``src/p7_alidisplay.c``):
 
 * :func:`write_tblout` -- ``--tblout``, ``p7_tophits_TabularTargets``;
 * :func:`write_domtblout` -- ``--domtblout``, ``p7_tophits_TabularDomains``;
+* :func:`write_pfamtblout` -- ``--pfamtblout``, ``p7_tophits_TabularXfam``;
 * :func:`write_alignments` -- the main output's per-query hit list, domain
   table and alignments (``p7_tophits_Targets``, ``p7_tophits_Domains``,
-  ``p7_alidisplay_Print``); its per-query pipeline statistics give only Z and domZ.
+  ``p7_alidisplay_Print``), with ``--noali``, ``--acc`` and ``--textw``/``--notextw``;
+  its per-query pipeline statistics give only Z and domZ.
 
 Same printf formats, same column widths (computed per query from the longest
 names in its whole hit list, reported or not, as ``p7_tophits_GetMaxNameLength``
@@ -37,7 +39,8 @@ from .outfiles import open_output, write_text
 from .results import Alignment, Hit
 
 __all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
-           "write_alignments", "TableStream", "per_query_hits", "alignment_lines", "write_json", "pipeline_summary", "progress_printer"]
+           "write_pfamtblout", "write_alignments", "TableStream", "per_query_hits", "alignment_lines", "write_json",
+           "pipeline_summary", "progress_printer"]
 
 
 @dataclass(frozen=True)
@@ -139,22 +142,40 @@ def write_domtblout(path, hits, *, Z: float, domZ: float | None = None, queries=
                   target_file=target_file, command=command)
 
 
+def write_pfamtblout(path, hits, *, Z: float, queries=None, inc_by_E: bool = True, query_file: str | None = None,
+                     target_file: str | None = None, command: str = "") -> None:
+    """HMMER's Pfam-format table (``hmmsearch --pfamtblout``, ``p7_tophits_TabularXfam``), character
+    for character: per query, its reported hits ("Sequence scores"), then their reported domains
+    ("Domain scores") sorted as HMMER sorts them (by i-Evalue, or by bit score where inclusion is by
+    score; ties by target name, strand, start).  Arguments as :func:`write_tblout`; the tail names
+    hmmcascade.
+    """
+    _write_stream(path, "pfamtblout", hits, queries, inc_by_E, Z=Z, query_file=query_file, target_file=target_file,
+                  command=command)
+
+
 def write_alignments(path, hits, *, Z: float, domZ: float | None = None, queries=None, inc_by_E: bool = True,
-                     textw: int = 120, query_file: str | None = None, target_file: str | None = None) -> None:
+                     textw: int = 120, show_alignments: bool = True, show_accessions: bool = False,
+                     settings=(), query_file: str | None = None, target_file: str | None = None) -> None:
     """``hmmsearch``'s main output: per query, the hit list, then each hit's domain table and alignments.
 
     Arguments as :func:`write_domtblout`, plus ``textw``: HMMER's ``--textw`` (120 by default; 0 is
-    ``--notextw``, one alignment block of unlimited width).  Each query block ends as HMMER's, with
-    an "Internal pipeline statistics summary" (here only the query's size, Z and domZ: the filter
-    counts are the whole search's, in its summary) and ``//``, so HMMER text parsers (Biopython's
-    ``hmmer3-text``, pfam_scan's ``HMMResultsIO``) read the file.  The banner names hmmcascade.
+    ``--notextw``, one alignment block of unlimited width); ``show_alignments=False``: ``--noali``
+    (the domain tables without their alignments); ``show_accessions``: ``--acc`` (targets shown by
+    accession where they have one, and the model by its accession in the alignments); ``settings``:
+    the head's option lines (``# show alignments in output:       no``...).  Each query block ends
+    as HMMER's, with an "Internal pipeline statistics summary" (here only the query's size, Z and
+    domZ: the filter counts are the whole search's, in its summary) and ``//``, so HMMER text
+    parsers (Biopython's ``hmmer3-text``, pfam_scan's ``HMMResultsIO``) read the file.  The banner
+    names hmmcascade.
     """
-    _write_stream(path, "alignments", hits, queries, inc_by_E, Z=Z, domZ=domZ, textw=textw, query_file=query_file,
-                  target_file=target_file)
+    _write_stream(path, "alignments", hits, queries, inc_by_E, Z=Z, domZ=domZ, textw=textw,
+                  show_alignments=show_alignments, show_accessions=show_accessions, settings=settings,
+                  query_file=query_file, target_file=target_file)
 
 
 def _write_stream(path, kind, hits, queries, inc_by_E, **kw) -> None:
-    stream = TableStream(kind, **kw)  # (checks its arguments before anything is written)
+    stream = TableStream(kind, inc_by_E=inc_by_E, **kw)  # (checks its arguments before anything is written)
     per_query = per_query_hits(hits, queries, inc_by_E)
     with open_output(path) as fh:
         stream.start(fh)
@@ -163,23 +184,29 @@ def _write_stream(path, kind, hits, queries, inc_by_E, **kw) -> None:
 
 
 class TableStream:
-    """One of HMMER's outputs (``kind``: ``tblout``, ``domtblout`` or ``alignments``), written query
-    by query as the queries come, in model order: what :func:`write_tblout`, :func:`write_domtblout`
-    and :func:`write_alignments` write at once, and the streaming merge block by block.
+    """One of HMMER's outputs (``kind``: ``tblout``, ``domtblout``, ``pfamtblout`` or ``alignments``),
+    written query by query as the queries come, in model order: what :func:`write_tblout`,
+    :func:`write_domtblout`, :func:`write_pfamtblout` and :func:`write_alignments` write at once,
+    and the streaming merge block by block.
 
     :meth:`start` takes the text file to write; :meth:`add` a list of (:class:`QueryInfo`, that
     query's hits in HMMER's order), the next queries; :meth:`close` writes the tail.  The table
-    header takes the widths of the first query added, as HMMER's does.
+    header takes the widths of the first query added, as HMMER's does.  ``textw``,
+    ``show_alignments``, ``show_accessions`` and ``settings`` shape the main output
+    (:func:`write_alignments`); ``inc_by_E`` the order of the Pfam table's domains.
     """
 
     def __init__(self, kind: str, *, Z: float, domZ: float | None = None, textw: int = 120,
+                 show_alignments: bool = True, show_accessions: bool = False, settings=(), inc_by_E: bool = True,
                  query_file: str | None = None, target_file: str | None = None, command: str = ""):
-        if kind not in ("tblout", "domtblout", "alignments"):
+        if kind not in ("tblout", "domtblout", "pfamtblout", "alignments"):
             raise ValueError(f"TableStream: unknown kind {kind!r}")
         _check_space(Z, "Z")
         if domZ is not None:
             _check_space(domZ, "domZ")
         self.kind, self.Z, self.domZ, self.textw = kind, Z, domZ, textw
+        self.show_alignments, self.show_accessions, self.inc_by_E = show_alignments, show_accessions, inc_by_E
+        self.settings = list(settings)
         self.query_file, self.target_file, self.command = query_file, target_file, command
         self.fh = None
         self._started = False
@@ -189,7 +216,7 @@ class TableStream:
         a merge has none, as its text goes between the whole output's head and tail)."""
         self.fh = fh
         if self.kind == "alignments" and head:
-            self._write(_alignments_head(self.query_file, self.target_file))
+            self._write(_alignments_head(self.query_file, self.target_file, self.settings))
             self._started = True
 
     def add(self, per_query) -> None:
@@ -221,22 +248,25 @@ class TableStream:
         nothing is written."""
         lines: list[str] = []
         for q, qhits in per_query:
-            if header and self.kind != "alignments":
+            if header and self.kind in ("tblout", "domtblout"):
                 lines += (_tblout_head if self.kind == "tblout" else _domtblout_head)(q, qhits)
             header = False
             if self.kind == "tblout":
                 lines += _tblout_rows(q, qhits, self.Z)
             elif self.kind == "domtblout":
                 lines += _domtblout_rows(q, qhits, self.Z, self.domZ)
+            elif self.kind == "pfamtblout":
+                lines += _pfamtblout_rows(qhits, self.Z, self.inc_by_E)
             else:
-                lines += _alignments_query(q, qhits, self.Z, self.domZ, self.textw)
+                lines += _alignments_query(q, qhits, self.Z, self.domZ, self.textw, self.show_alignments,
+                                           self.show_accessions)
         return lines
 
     def close(self) -> None:
         if self.kind == "alignments":
             self._write(["[ok]"])
             return
-        if not self._started:
+        if not self._started and self.kind != "pfamtblout":
             self._write((_tblout_head if self.kind == "tblout" else _domtblout_head)(QueryInfo(""), []))
         self._write(_tail(self.query_file, self.target_file, self.command))
 
@@ -315,22 +345,77 @@ def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None) -> list[s
     return out
 
 
+def _pfamtblout_rows(qhits, Z: float, inc_by_E: bool) -> list[str]:
+    """``p7_tophits_TabularXfam`` (protein targets) of one query: its reported hits, then their
+    reported domains in ``p7_tophits_SortBySortkey`` order (``-lnP`` or the domain's bit score, then
+    target name, strand and start; glibc's stable sort keeps the hits' order among equals)."""
+    tnamew = max([20] + [len(h.target_name) for h in qhits])
+    reported = [h for h in qhits if h.reported]
+    out = [
+        "# Sequence scores",
+        "# ---------------",
+        "#",
+        "# %-*s %6s %9s %3s %5s %5s    %s" % (tnamew - 1, "name", " bits", "  E-value", "n", "exp", " bias",
+                                             "description"),
+        "# %*s %6s %9s %3s %5s %5s    %s" % (tnamew - 1, "-------------------", "------", "---------", "---", "-----",
+                                            "-----", "---------------------"),
+    ]
+    for h in reported:
+        out.append("%-*s  %6.1f %9.2g %3d %5.1f %5.1f    %s" % (
+            tnamew, h.target_name, h.score, math.exp(h.lnP) * Z, h.ndom, h.nexpected, _seq_bias_bits(h),
+            h.target_desc or "-"))
+    out += [
+        "",
+        "# Domain scores",
+        "# -------------",
+        "#",
+        "# %-*s %6s %9s %5s %5s %6s %6s %6s %6s %6s %6s     %s" % (
+            tnamew - 1, " name", "bits", "E-value", "hit", "bias", "env-st", "env-en", "ali-st", "ali-en", "hmm-st",
+            "hmm-en", "description"),
+        "# %*s %6s %9s %5s %5s %6s %6s %6s %6s %6s %6s      %s" % (
+            tnamew - 1, "-------------------", "------", "---------", "-----", "-----", "------", "------", "------",
+            "------", "------", "------", "---------------------"),
+    ]
+    doms = [(h, nd, d) for h in reported for nd, d in enumerate((d for d in h.domains if d.reported), 1)]
+
+    def key(row):
+        h, _, d = row
+        a = d.alignment
+        return (d.lnP if inc_by_E else -d.score, h.target_name, 0 if a.ali_from < a.ali_to else 1, a.ali_from)
+
+    for h, nd, d in sorted(doms, key=key):
+        a = d.alignment
+        out.append("%-*s  %6.1f %9.2g %5d %5.1f %6d %6d %6d %6d %6d %6d     %s" % (
+            tnamew, h.target_name, d.score, math.exp(d.lnP) * Z, nd, d.bias, d.env_from, d.env_to, a.ali_from,
+            a.ali_to, a.hmm_from, a.hmm_to, h.target_desc or "-"))
+    return out
+
+
 _RULE = "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"
 
 
-def _alignments_head(query_file, target_file) -> list[str]:
+def _alignments_head(query_file, target_file, settings=()) -> list[str]:
+    """hmmsearch's banner and ``output_header``: the files, then ``settings``, the lines of the
+    options given (``# show alignments in output:       no``...)."""
     return [
         "# hmmcascade hmmsearch :: search profile(s) against a sequence database",
         f"# hmmcascade {__version__}; HMMER 3.4 hmmsearch output format",
         _RULE,
         f"# query HMM file:                  {query_file or '[none]'}",
         f"# target sequence database:        {target_file or '[none]'}",
+        *settings,
         _RULE,
         "",
     ]
 
 
-def _alignments_query(q: QueryInfo, qhits, Z: float, domZ: float | None, textw: int) -> list[str]:
+def _shown_name(name: str, accession: str, show_accessions: bool) -> str:
+    """``--acc``: the accession where there is one, else the name (HMMER's ``showname``)."""
+    return accession if show_accessions and accession else name
+
+
+def _alignments_query(q: QueryInfo, qhits, Z: float, domZ: float | None, textw: int, show_alignments: bool = True,
+                      show_accessions: bool = False) -> list[str]:
     lines = [f"Query:       {q.name}  [M={q.length}]"]
     if q.accession:
         lines.append(f"Accession:   {q.accession}")
@@ -338,8 +423,8 @@ def _alignments_query(q: QueryInfo, qhits, Z: float, domZ: float | None, textw: 
         lines.append(f"Description: {q.description}")
     reported = [h for h in qhits if h.reported]
     qdomZ = _query_domZ(qhits, domZ)
-    lines += _targets_text(qhits, reported, Z, textw) + ["", ""]
-    lines += _domains_text(q, reported, Z, qdomZ, textw) + ["", ""]
+    lines += _targets_text(qhits, reported, Z, textw, show_accessions) + ["", ""]
+    lines += _domains_text(q, reported, Z, qdomZ, textw, show_alignments, show_accessions) + ["", ""]
     lines += [
         "Internal pipeline statistics summary:",
         "-------------------------------------",
@@ -352,9 +437,9 @@ def _alignments_query(q: QueryInfo, qhits, Z: float, domZ: float | None, textw: 
     return lines
 
 
-def _targets_text(qhits, reported, Z, textw) -> list[str]:
+def _targets_text(qhits, reported, Z, textw, show_accessions=False) -> list[str]:
     """``p7_tophits_Targets``: the per-sequence hit list of one query."""
-    namew = max([8] + [len(h.target_name) for h in qhits])
+    namew = max([8] + [len(_shown_name(h.target_name, h.target_acc, show_accessions)) for h in qhits])
     descw = max(32, textw - namew - 61) if textw > 0 else None
     head = "  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s"
     out = [
@@ -373,19 +458,22 @@ def _targets_text(qhits, reported, Z, textw) -> list[str]:
         best = h.domains[h.best_domain]
         out.append("  %9.2g %6.1f %5.1f  %9.2g %6.1f %5.1f  %5.1f %2d  %-*s  %s" % (
             math.exp(h.lnP) * Z, h.score, _seq_bias_bits(h), math.exp(best.lnP) * Z, best.score, best.bias,
-            h.nexpected, h.nreported, namew, h.target_name, h.target_desc[:descw]))
+            h.nexpected, h.nreported, namew, _shown_name(h.target_name, h.target_acc, show_accessions),
+            h.target_desc[:descw]))
     if not reported:
         out += ["", "   [No hits detected that satisfy reporting thresholds]"]
     return out
 
 
-def _domains_text(q, reported, Z, domZ, textw) -> list[str]:
-    """``p7_tophits_Domains``: each reported hit's domain table and alignments."""
+def _domains_text(q, reported, Z, domZ, textw, show_alignments=True, show_accessions=False) -> list[str]:
+    """``p7_tophits_Domains``: each reported hit's domain table and alignments (``--noali``: none)."""
     head = " %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s"
-    out = ["Domain annotation for each sequence (and alignments):"]
+    out = ["Domain annotation for each sequence" + (" (and alignments):" if show_alignments else ":")]
+    hmm_name = _shown_name(q.name, q.accession, show_accessions)
     for h in reported:
-        descw = max(32, textw - len(h.target_name) - 5) if textw > 0 else None
-        out.append(f">> {h.target_name}  {h.target_desc[:descw]}")
+        seq_name = _shown_name(h.target_name, h.target_acc, show_accessions)
+        descw = max(32, textw - len(seq_name) - 5) if textw > 0 else None
+        out.append(f">> {seq_name}  {h.target_desc[:descw]}")
         doms = [d for d in h.domains if d.reported]
         if not doms:
             out += ["   [No individual domains that satisfy reporting thresholds (although complete target did)]", ""]
@@ -400,11 +488,14 @@ def _domains_text(q, reported, Z, domZ, textw) -> list[str]:
                 nd, "!" if d.included else "?", d.score, d.bias, math.exp(d.lnP) * domZ, math.exp(d.lnP) * Z,
                 a.hmm_from, a.hmm_to, _ends(a.hmm_from, a.hmm_to, a.M), a.ali_from, a.ali_to,
                 _ends(a.ali_from, a.ali_to, a.L), d.env_from, d.env_to, _ends(d.env_from, d.env_to, a.L), d.acc))
+        if not show_alignments:
+            out.append("")
+            continue
         out += ["", "  Alignments for each domain:"]
         for nd, d in enumerate(doms, 1):
             out.append("  == domain %d  score: %.1f bits;  conditional E-value: %.2g" % (
                 nd, d.score, math.exp(d.lnP) * domZ))
-            out += alignment_lines(d.alignment, q.name, h.target_name, textw=textw) + [""]
+            out += alignment_lines(d.alignment, hmm_name, seq_name, textw=textw) + [""]
     if not reported:
         out += ["", "   [No targets detected that satisfy reporting thresholds]"]
     return out

@@ -96,6 +96,11 @@ BATCHES = [f"{b:03d}" for b in range(N_SEQUENCE_SHARDS)]
 MODEL_SHARDS = [str(k) for k in range(1, N_MODEL_SHARDS + 1)]
 
 
+#: a search job writes its hits as a folder of this many Parquet files, by as many processes side by side
+#: (at Swiss-Prot scale one file's encoding alone took ~10 s of the job's ~100 s)
+HITS_PARTS = 8
+
+
 #: a search job's files: results/search/batch{batch}{SHARD}.hits.parquet and .stats.json, with
 #: SHARD ".m{shard}" where the models are sharded (else the names of an unsharded run)
 SHARD = ".m{shard}" if N_MODEL_SHARDS > 1 else ""
@@ -106,12 +111,35 @@ def model_shard_args(wildcards):
     return ["--model-shard", f"{wildcards.shard}/{N_MODEL_SHARDS}"] if N_MODEL_SHARDS > 1 else []
 
 
+def get_preset():
+    """The annotation preset: config preset pfam or hmmsearch; auto is pfam with databases: download (current
+    Pfam-A, its Pfam-A.hmm.dat with it), else hmmsearch (the embedded default and local files: set pfam for
+    local Pfam files)."""
+    preset = config.get("preset", "auto")
+    if preset == "auto":
+        return "pfam" if config["databases"] == "download" else "hmmsearch"
+    return preset
+
+
+PRESET = get_preset()
+
+
+def get_cut():
+    """thresholds.cut, or the preset's where it is null: ga (Pfam's gathering cutoffs, hmmsearch --cut_ga)
+    in pfam mode unless T is set, else none; None for no model cutoffs."""
+    t = config["thresholds"]
+    cut = t.get("cut")
+    if cut is None and PRESET == "pfam" and t.get("T") is None:
+        cut = "ga"
+    return None if cut in (None, "none") else cut
+
+
 def threshold_args():
     """Threshold options shared by search, merge and compare, as a list of arguments (quote with :q)."""
     t = config["thresholds"]
     args = ["--F1", t["F1"], "--F2", t["F2"], "--F3", t["F3"]]
-    if t.get("cut"):
-        args.append(f"--cut_{t['cut']}")
+    if get_cut():
+        args.append(f"--cut_{get_cut()}")
     elif t.get("T") is not None:
         args += ["-T", t["T"]]
     else:
@@ -185,12 +213,24 @@ def pfam_dat_arg(wildcards, input):
     return ["--pfam-dat", input.dat] if input.get("dat") else []
 
 
+def annotation_args():
+    """The per-protein tables' options of the merge: in pfam mode only significant domains (pfam_scan's
+    listing), unless all_domains; the hmmsearch preset lists every reported domain (a list of arguments)."""
+    return ["--significant-only"] if PRESET == "pfam" and not config.get("all_domains", False) else []
+
+
+def total_cores():
+    """--cores, or 1 where none is given (snakemake --report or a dry run, which run no jobs): for a rule's
+    threads, where workflow.cores would stop those with "Workflow requires a total number of cores"."""
+    return workflow.resource_settings.cores or 1
+
+
 FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout", "results/hmmcascade.alignments.txt",
                 "results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3", "results/hmmcascade.interproscan.tsv",
                 "results/hmmcascade.proteins.tsv"]
 
 
-ACCURACY_OUTPUTS = ["results/accuracy.json", "results/accuracy.txt"]
+ACCURACY_OUTPUTS = ["results/accuracy.json", "results/accuracy.txt", "results/accuracy_rows.tsv"]
 
 
 def compare_enabled():
@@ -199,8 +239,13 @@ def compare_enabled():
     return bool(c.get("enabled", True)) and c.get("mode", "auto") not in ("off", False)  # (YAML: a bare off is false)
 
 
+#: the report's plots (report.smk)
+REPORT_PLOTS = [f"results/report/{name}.svg" for name in
+                ("score_agreement", "stages", "families", "domains_per_protein", "provenance")]
+
+
 def get_final_outputs():
-    outputs = FINAL_TABLES + ["results/stats.json"]
+    outputs = FINAL_TABLES + ["results/stats.json"] + REPORT_PLOTS
     if compare_enabled():
         outputs += ACCURACY_OUTPUTS
     if config["databases"] == "download":

@@ -18,7 +18,8 @@ rule search_batch:
         batch="results/prepared/batch{batch}.npz",
         meta="results/prepared/sequences.json",
     output:
-        hits="results/search/batch{batch}" + SHARD + ".hits.parquet",
+        # (a folder of Parquet hit files, written by HITS_PARTS processes side by side; read as one)
+        hits=directory("results/search/batch{batch}" + SHARD + ".hits.parquet"),
         stats="results/search/batch{batch}" + SHARD + ".stats.json",
     params:
         py=PY,
@@ -27,6 +28,7 @@ rule search_batch:
         memory=str(config.get("device_memory", "auto")),
         z=z_args("results/prepared/sequences.json"),
         shard=model_shard_args,
+        parts=HITS_PARTS,
     conda:
         ENV
     log:
@@ -43,7 +45,8 @@ rule search_batch:
         runtime=search_runtime,
     threads: 1
     shell:
-        "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} --hits {output.hits:q}"
+        "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} -o /dev/null --hits {output.hits:q}"
+        " --hits-parts {params.parts}"
         " --stats {output.stats:q} --device {params.device:q}"
         " --device-memory {params.memory:q} {params.shard:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
@@ -70,8 +73,8 @@ rule merge_shard:
         "logs/merge_shard/part" + SHARD + ".log",
     benchmark:
         "logs/benchmarks/merge_shard/part" + SHARD + ".tsv"
-    # formatting in worker processes, leaving cores to the search job beside it
-    threads: max(1, workflow.cores - 2)
+    # formatting in worker processes, leaving cores to the search job and pyhmmer's reference beside it
+    threads: max(1, total_cores() - 3)
     shell:
         "{params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --to-parts {output:q}"
         " {params.shard:q} --seqs {input.batches:q} --cpu {threads} {params.z:q} {params.thresholds:q} 2> {log:q}"
@@ -86,13 +89,15 @@ rule merge_hits:
         batches=expand("results/prepared/batch{batch}.npz", batch=BATCHES),
         dat=get_pfam_dat(),
     output:
-        tblout="results/hmmcascade.tblout",
-        domtblout="results/hmmcascade.domtblout",
+        # (the tables people open are in the report: snakemake --report; the alignments, often the largest,
+        # and InterProScan's TSV, a format for other tools, are not)
+        tblout=report("results/hmmcascade.tblout", caption="../report/tblout.rst", category="Tables"),
+        domtblout=report("results/hmmcascade.domtblout", caption="../report/domtblout.rst", category="Tables"),
         alignments="results/hmmcascade.alignments.txt",
-        pfamscan="results/hmmcascade.pfam_scan.tsv",
-        gff3="results/hmmcascade.gff3",
+        pfamscan=report("results/hmmcascade.pfam_scan.tsv", caption="../report/pfam_scan.rst", category="Tables"),
+        gff3=report("results/hmmcascade.gff3", caption="../report/gff3.rst", category="Tables"),
         ipr="results/hmmcascade.interproscan.tsv",
-        proteins="results/hmmcascade.proteins.tsv",
+        proteins=report("results/hmmcascade.proteins.tsv", caption="../report/proteins.rst", category="Tables"),
         # (a folder of Parquet hit files, one per shard of the models: the shards' own, not written again)
         hits=directory("results/hits.parquet"),
         stats="results/stats.json",
@@ -101,6 +106,7 @@ rule merge_hits:
         z=z_args("results/prepared/sequences.json"),
         thresholds=threshold_args(),
         dat=pfam_dat_arg,
+        annotation=annotation_args(),
         stale=ACCURACY_OUTPUTS,
     conda:
         ENV
@@ -118,7 +124,7 @@ rule merge_hits:
         " --models {input.models:q}"
         " --merged-hits {output.hits:q}"
         " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
-        " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q}"
+        " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q} {params.annotation:q}"
         " --ipr-tsv {output.ipr:q} --protein-summary {output.proteins:q} --seqs {input.batches:q}"
         " --stats {output.stats:q} --batch-stats {input.stats:q} --cpu {threads} {params.z:q} {params.thresholds:q}"
         " 2> {log:q} || {{ rm -rf {input.parts:q}; exit 1; }}"
