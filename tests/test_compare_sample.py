@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmmcascade.compare import FULL_BELOW_S, plan_compare, run_pyhmmer
+from hmmcascade.compare import FULL_BELOW_S, load_reference, plan_compare, run_pyhmmer
 from hmmcascade.io import read_hmms, read_sequences
 from hmmcascade.reporting import Thresholds
 from hmmcascade.results import load_hits
@@ -87,3 +87,40 @@ def test_auto_compares_a_small_search_in_full(searched, tmp_path):
     run = _run("compare", HMMS, SEQS, "--ours", searched / "hits.json.gz", "--json", tmp_path / "c.json",
                "--mode", "auto", "--search-stats", bad)
     assert run.returncode == 1 and str(bad) in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_saved_reference_compares_as_pyhmmer_run_in_place(searched, tmp_path):
+    """compare --save-reference (the workflow's reference job, beside the searches) then --reference:
+    the same comparison as pyhmmer run in place, the same sample, and the compared rows' scores."""
+    sample = ("--mode", "sample", "--sample-models", 6, "--seed", 3)
+    one = _run("compare", HMMS, SEQS, "--ours", searched / "hits.json.gz", "--json", tmp_path / "one.json", *sample)
+    assert one.returncode == 0, one.stderr[-2000:]
+    saved = _run("compare", HMMS, SEQS, "--save-reference", tmp_path / "ref.json.gz", *sample)
+    assert saved.returncode == 0, saved.stderr[-2000:]
+    two = _run("compare", HMMS, SEQS, "--ours", searched / "hits.json.gz", "--reference", tmp_path / "ref.json.gz",
+               "--json", tmp_path / "two.json", "--rows", tmp_path / "rows.tsv", "--require-identical")
+    assert two.returncode == 0, two.stderr[-2000:]
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert a == b and a["sample"]["models"] == 6 and a["matched"] > 0
+    lines = (tmp_path / "rows.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == ["level", "query", "target", "domain", "hmmcascade_bits", "pyhmmer_bits"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert sum(r[0] == "sequence" for r in rows) == a["matched"]
+    assert sum(r[0] == "domain" for r in rows) == a["domains_identical_envelope"]
+    assert all(r[1] in a["sample"]["names"] and abs(float(r[4]) - float(r[5])) < 0.1 for r in rows)
+    # the budget from the stats: their seconds summed, times the scale
+    wall = json.loads((searched / "stats.json").read_text())["stats"]["wall_s"]
+    plan = _run("compare", HMMS, SEQS, "--save-reference", tmp_path / "ref2.json.gz", "--mode", "auto",
+                "--search-stats", searched / "stats.json", searched / "stats.json", "--search-scale", 3,
+                "--max-fraction", 0.5)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert load_reference(tmp_path / "ref2.json.gz")[1]["max_seconds"] == pytest.approx(0.5 * 2 * wall * 3)
+    # a file that is not a saved reference: one line naming it; a reference run takes no --ours
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"not gzip")
+    run = _run("compare", HMMS, SEQS, "--ours", searched / "hits.json.gz", "--reference", bad, "--json",
+               tmp_path / "c.json")
+    assert run.returncode == 1 and str(bad) in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "c.json").exists()
+    run = _run("compare", HMMS, SEQS, "--save-reference", tmp_path / "r3.json.gz", "--ours", searched / "hits.json.gz")
+    assert run.returncode != 0 and not (tmp_path / "r3.json.gz").exists()

@@ -143,8 +143,9 @@ def test_failed_merge_leaves_no_older_accuracy_beside_missing_tables(tmp_path):
     config = {"databases": "local", "hmms": str(hmms), "sequences": str(seqs), "batches": 1}
     assert _snakemake(tmp_path, config).returncode == 0
     assert (tmp_path / "results/accuracy.json").exists()
-    batch = tmp_path / "results/search/batch000.hits.parquet"
-    _write_parquet_without_domains(batch)
+    batch = tmp_path / "results/search/batch000.hits.parquet"  # (a folder of the search's parts)
+    (batch / "part000.parquet").unlink()
+    _write_parquet_without_domains(batch / "part000.parquet")
     run = _snakemake(tmp_path, config)
     assert run.returncode != 0
     # the shard's merge fails on it, naming the file; the merge of the parts never starts, so the last

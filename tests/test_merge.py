@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hmmcascade.annotate import (PfamFamily, sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
@@ -71,6 +72,41 @@ def test_hit_rows_from_the_batch_arrays_equal_those_from_the_records(default_sea
                                                                         *range(0, len(hits), 2)]], sch))
     struct = fast.column("domains").combine_chunks().flatten()
     assert struct.field("model_line").null_count == 0 and len(struct) == sum(len(h.domains) for h in hits)
+
+
+def test_hit_file_parts_and_fast_rows_equal_one_file_of_the_records(tmp_path, default_search, monkeypatch):
+    """write_hit_file gathers a search's hits a field at a time and, with parts, writes a folder of
+    files in forked processes: the rows equal those written from the records one by one, in the same
+    row groups; the folder replaces an older one whole, and a file in its place is an error."""
+    import pyarrow.parquet as pq
+
+    from hmmcascade import columnar
+    from hmmcascade.outfiles import OutputError
+
+    monkeypatch.setattr(columnar, "ROW_GROUP_HITS", 16)  # (several row groups, cut between the parts)
+    hits = default_search.records
+    as_lists = [copy.copy(h) for h in hits]
+    for h in as_lists:
+        h.domains = list(h.domains)
+    write_hit_file(tmp_path / "slow.parquet", as_lists, {"Z": Z})
+    write_hit_file(tmp_path / "fast.parquet", hits, {"Z": Z})
+    slow = pq.read_table(tmp_path / "slow.parquet")
+    assert slow.num_rows == len(hits) > 100 and pq.read_table(tmp_path / "fast.parquet").equals(slow)
+    folder = tmp_path / "parts.parquet"
+    for parts in (5, 3):
+        write_hit_file(folder, hits, {"Z": Z}, parts=parts)
+        assert sorted(os.listdir(folder)) == [f"part{i:03d}.parquet" for i in range(parts)]
+        assert not (tmp_path / "parts.parquet.partial").exists()
+        groups = [pq.ParquetFile(folder / name).metadata.num_row_groups for name in sorted(os.listdir(folder))]
+        assert sum(groups) == pq.ParquetFile(tmp_path / "slow.parquet").metadata.num_row_groups and min(groups) > 0
+        joined = pa.concat_tables([pq.read_table(folder / name) for name in sorted(os.listdir(folder))])
+        assert joined.equals(slow)
+        f = HitFile(folder)
+        assert f.meta == {"Z": Z} and f.read_models(3, 9) == HitFile(tmp_path / "slow.parquet").read_models(3, 9)
+    (tmp_path / "file.parquet").write_text("x")
+    with pytest.raises(OutputError, match="not a folder"):
+        write_hit_file(tmp_path / "file.parquet", hits, {"Z": Z}, parts=2)
+    assert (tmp_path / "file.parquet").read_text() == "x"
 
 
 def test_broken_hit_files_are_one_line_errors(tmp_path, default_search):

@@ -30,4 +30,4 @@ tail -n 3 logs/*/*.log
 cat results/accuracy.txt 2>/dev/null | head -30
 ls -la results results/search 2>/dev/null | head -40
 sort -t, -k2 -n $D/gpu.csv | tail -1
-tar czf $OUT/wf_logs.tgz logs $D/snakemake.log $D/gpu.csv $D/host_mem.csv results/accuracy.txt results/accuracy.json results/stats.json 2>/dev/null
+tar czf $OUT/wf_logs.tgz logs $D/snakemake.log $D/gpu.csv $D/host_mem.csv results/accuracy.txt results/accuracy.json results/stats.json results/report 2>/dev/null

@@ -127,18 +127,21 @@ class _BatchRows:
         pa, _ = _pa()
         index: dict[int, int] = {}
         sources = []
+        lists = list(map(attrgetter("domains"), hits))
+        try:
+            srcs = list(map(attrgetter("_source"), lists))
+            k = np.fromiter(map(attrgetter("_k"), lists), dtype=np.int64, count=len(hits))
+        except AttributeError:  # (domains not a search batch's DomainList)
+            return None
         sid = np.empty(len(hits), dtype=np.int64)
-        k = np.empty(len(hits), dtype=np.int64)
-        for i, h in enumerate(hits):
-            dl = h.domains
-            src = getattr(dl, "_source", None)
-            if src is None or not hasattr(src, "pds"):
-                return None
+        for i, src in enumerate(srcs):
             j = index.get(id(src))
             if j is None:
+                if src is None or not hasattr(src, "pds"):
+                    return None
                 j = index[id(src)] = len(sources)
                 sources.append(src)
-            sid[i], k[i] = j, dl._k
+            sid[i] = j
         if not sources or any(src.pds.lines is None or any(n not in src.pds.dom for n in _SOURCE_FIELDS)
                               for src in sources):
             return None
@@ -252,7 +255,10 @@ class HitFileWriter:
     def __init__(self, fh, meta: dict | None = None):
         _, pq = _pa()
         self.schema = schema(meta)
-        self._writer = pq.ParquetWriter(fh, self.schema, compression="zstd")
+        # (no dictionaries: the alignment text would only fill and drop them; statistics of the sort keys
+        # alone, which the merge's reads by model use)
+        self._writer = pq.ParquetWriter(fh, self.schema, compression="zstd", use_dictionary=False,
+                                        write_statistics=["model", "target"])
         self._last = (-1, -1)
         self.rows = 0
 
@@ -328,31 +334,117 @@ def thresholded_table(table, hits: list[Hit]):
     return table.take(pa.array(order))
 
 
-def write_hit_file(path, hits: list[Hit], meta: dict | None = None) -> None:
+def _hit_columns(hits: list[Hit], sch) -> dict:
+    """Every hit field of ``hits`` as one array (numpy for numbers and flags, Arrow for strings), read a
+    field at a time over all hits: no tuple per hit, no Python list of floats."""
+    pa, _ = _pa()
+    n = len(hits)
+    cols = {}
+    for name in _HIT_FIELDS:
+        values = map(attrgetter(name), hits)
+        if name in _STR:
+            cols[name] = pa.array(list(values), type=sch.field(name).type)
+        else:
+            kind = np.bool_ if name in _BOOL else np.int64 if name in _INT else np.float64
+            cols[name] = np.fromiter(values, dtype=kind, count=n)
+    return cols
+
+
+def _rows_table(cols: dict, at: np.ndarray, sch, rows: "_BatchRows"):
+    """Rows ``at`` of the hit columns ``cols`` (:func:`_hit_columns`) and their domains (``rows``) as a
+    table of schema ``sch``."""
+    pa, _ = _pa()
+    take = pa.array(at)
+    arrays = [cols[n].take(take) if isinstance(cols[n], pa.Array) else pa.array(cols[n][at], type=sch.field(n).type)
+              for n in _HIT_FIELDS]
+    offsets, struct = rows.column(sch.field("domains").type.value_type, at)
+    arrays.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
+    return pa.Table.from_arrays(arrays, schema=sch)
+
+
+def write_hit_file(path, hits: list[Hit], meta: dict | None = None, parts: int = 1) -> None:
     """All of ``hits`` (any order) as a Parquet hit file at ``path`` (atomically, through
-    :func:`~hmmcascade.outfiles.open_output`)."""
+    :func:`~hmmcascade.outfiles.open_output`).  A search's hits (their domains in its batches' arrays)
+    are gathered once a field at a time into arrays, and the row groups made from those arrays and
+    encoded by Arrow in threads.
+
+    ``parts`` > 1: ``path`` is made a folder of that many hit files (``part000.parquet``, ...; consecutive
+    runs of the sorted rows, cut between row groups, read as one by :class:`HitFile`), encoded side by
+    side in as many threads; the folder is put in place whole, or not at all."""
     from .outfiles import open_output
 
-    model = np.fromiter((h.model for h in hits), dtype=np.int64, count=len(hits))
-    target = np.fromiter((h.target for h in hits), dtype=np.int64, count=len(hits))
-    with open_output(path, "wb") as fh, ThreadPoolExecutor(1) as encoder:
-        writer = HitFileWriter(fh, meta)
-        rows = _BatchRows.of(hits)  # (a search's hits: their domains from its batches' arrays)
-        order = np.lexsort((target, model))
-        pending = None  # (a row group encoded and written by Arrow in a thread while the next is made here)
+    rows = _BatchRows.of(hits)  # (a search's hits: their domains from its batches' arrays)
+    if rows is None:  # (hits read back or made otherwise: a row group at a time from the records)
+        if parts > 1:
+            raise ValueError("write_hit_file: parts need a search's hits")
+        with open_output(path, "wb") as fh:
+            writer = HitFileWriter(fh, meta)
+            model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=len(hits))
+            target = np.fromiter(map(attrgetter("target"), hits), dtype=np.int64, count=len(hits))
+            order = np.lexsort((target, model))
+            for s in range(0, len(hits), ROW_GROUP_HITS):
+                writer.add([hits[i] for i in order[s: s + ROW_GROUP_HITS].tolist()])
+            writer.close()
+        return
+    sch = schema(meta)
+    cols = _hit_columns(hits, sch)
+    order = np.lexsort((cols["target"], cols["model"]))
+    if parts <= 1:
+        with open_output(path, "wb") as fh:
+            _write_rows(fh, cols, rows, order, meta)
+        return
+    groups = -(-len(order) // ROW_GROUP_HITS)  # (parts cut between row groups: the same row groups as one file's)
+    cuts = [min(len(order), ROW_GROUP_HITS * (groups * k // parts)) for k in range(parts + 1)]
+    _write_folder(os.fspath(path), [order[cuts[k]: cuts[k + 1]] for k in range(parts)], cols, rows, meta)
+
+
+def _write_rows(fh, cols: dict, rows: "_BatchRows", order: np.ndarray, meta: dict | None) -> int:
+    """The hits ``order`` (positions in the arrays ``cols`` and ``rows``) as a hit file in ``fh``, a row
+    group at a time; returns the rows written."""
+    writer = HitFileWriter(fh, meta)
+    with ThreadPoolExecutor(1) as encoder:
+        pending = None  # (a row group encoded and written by Arrow in a thread while the next is made)
         for s in range(0, len(order), ROW_GROUP_HITS):
-            at = order[s: s + ROW_GROUP_HITS]
-            part = [hits[i] for i in at.tolist()]
-            if rows is None:
-                writer.add(part)
-                continue
-            table = _table(part, writer.schema, rows, at)
+            table = _rows_table(cols, order[s: s + ROW_GROUP_HITS], writer.schema, rows)
             if pending is not None:
                 pending.result()
             pending = encoder.submit(writer.add_table, table)
         if pending is not None:
             pending.result()
-        writer.close()
+    writer.close()
+    return writer.rows
+
+
+def _write_folder(path: str, runs: list[np.ndarray], cols: dict, rows: "_BatchRows", meta: dict | None) -> None:
+    """A folder of hit files at ``path``, file k of the hits ``runs[k]``, made by threads side by side
+    (Arrow's takes and encoding let go of Python's lock); put in place whole."""
+    import shutil
+
+    from .outfiles import OutputError
+
+    def part(k: int, folder: str) -> int:
+        with open(os.path.join(folder, f"part{k:03d}.parquet"), "wb") as fh:
+            n = _write_rows(fh, cols, rows, runs[k], meta)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return n
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise OutputError(f"{path}: not a folder (a folder of hit files is written here)")
+    partial = path.rstrip("/") + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        os.makedirs(partial)
+        with ThreadPoolExecutor(len(runs)) as pool:
+            written = sum(pool.map(part, range(len(runs)), [partial] * len(runs)))
+        if written != sum(map(len, runs)):
+            raise OutputError(f"{path}: {written} of {sum(map(len, runs))} hits written")
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(partial, path)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 def is_hit_file(path) -> bool:

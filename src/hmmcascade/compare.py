@@ -18,13 +18,19 @@ estimated time (:data:`PYHMMER_GCUPS_PER_CPU`) stays within the budget, at least
 
 from __future__ import annotations
 
+import gzip
+import json
+from dataclasses import asdict, dataclass
+
 import numpy as np
 
 from .cascade import Thresholds
 from .io import SequenceSet, read_sequences
 from .results import Hit
 
-__all__ = ["COMPARE_MODES", "FULL_BELOW_S", "PYHMMER_GCUPS_PER_CPU", "plan_compare", "run_pyhmmer", "compare_hits", "summary_text"]
+__all__ = ["COMPARE_MODES", "FULL_BELOW_S", "PYHMMER_GCUPS_PER_CPU", "REFERENCE_FORMAT", "RefDomain", "RefHit",
+           "plan_compare", "run_pyhmmer", "reference_hits", "save_reference", "load_reference", "compare_hits",
+           "compared_rows", "write_rows", "summary_text"]
 
 #: compare's modes: "full" (every model), "sample" (a seeded sample of the models within the time
 #: budget), "auto" (full when pyhmmer's estimated time is within the budget, else a sample)
@@ -101,6 +107,109 @@ def run_pyhmmer(hmms, seqs, th: Thresholds, Z: float, cpus: int = 0) -> dict:
     return ref
 
 
+#: the format tag of a saved reference (:func:`save_reference`)
+REFERENCE_FORMAT = "hmmcascade-reference/1"
+
+
+@dataclass(frozen=True)
+class RefDomain:
+    """One of pyhmmer's reported domains, as compared: coordinates, score (bits), E-values, inclusion."""
+    env_from: int
+    env_to: int
+    ali_from: int
+    ali_to: int
+    hmm_from: int
+    hmm_to: int
+    score: float
+    c_evalue: float
+    i_evalue: float
+    included: bool
+
+
+@dataclass(frozen=True)
+class RefHit:
+    """One of pyhmmer's reported hits, as compared: score (bits), E-value, inclusion, reported domains."""
+    score: float
+    evalue: float
+    included: bool
+    domains: tuple[RefDomain, ...]
+
+
+def _ref_hit(hit) -> RefHit:
+    """``hit`` (a ``pyhmmer.plan7.Hit`` or a :class:`RefHit`) as a :class:`RefHit`."""
+    if isinstance(hit, RefHit):
+        return hit
+    doms = []
+    for d in hit.domains.reported:
+        a = d.alignment
+        doms.append(RefDomain(int(d.env_from), int(d.env_to), int(a.target_from), int(a.target_to), int(a.hmm_from),
+                              int(a.hmm_to), float(d.score), float(d.c_evalue), float(d.i_evalue), bool(d.included)))
+    return RefHit(float(hit.score), float(hit.evalue), bool(hit.included), tuple(doms))
+
+
+def reference_hits(ref: dict) -> dict:
+    """``{(query, target): RefHit}`` of :func:`run_pyhmmer`'s result (or of RefHits, unchanged)."""
+    return {key: _ref_hit(hit) for key, hit in ref.items()}
+
+
+def save_reference(path, ref: dict, plan: dict, Z: float) -> None:
+    """pyhmmer's hits (``ref``) for the models of ``plan`` (:func:`plan_compare`) at search space ``Z``, as
+    gzipped JSON at ``path`` (atomically), for a later ``compare --reference``: pyhmmer runs beside the
+    GPU's searches and the comparison itself takes seconds once the merge is done."""
+    from .outfiles import open_output
+
+    doc = {"format": REFERENCE_FORMAT, "Z": float(Z),
+           "plan": {**{k: v for k, v in plan.items() if k != "models"}, "models": [int(m) for m in plan["models"]]},
+           "hits": [[q, t, *(lambda r: [r.score, r.evalue, r.included,
+                                        [list(asdict(d).values()) for d in r.domains]])(_ref_hit(h))]
+                    for (q, t), h in sorted(ref.items())]}
+    with open_output(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=3, mtime=0) as gz:
+        gz.write(json.dumps(doc, separators=(",", ":")).encode())
+
+
+def load_reference(path) -> tuple[dict, dict, float]:
+    """A saved reference: ``(ref, plan, Z)`` (``plan["models"]`` an array); a file that is not one is a
+    ``ValueError`` naming it."""
+    try:
+        with gzip.open(path, "rt") as fh:
+            doc = json.load(fh)
+        if doc.get("format") != REFERENCE_FORMAT:
+            raise ValueError(f"format {doc.get('format')!r}")
+        ref = {(q, t): RefHit(float(score), float(evalue), bool(inc), tuple(RefDomain(*d) for d in doms))
+               for q, t, score, evalue, inc, doms in doc["hits"]}
+        plan = dict(doc["plan"], models=np.asarray(doc["plan"]["models"], dtype=np.int64))
+        return ref, plan, float(doc["Z"])
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a saved pyhmmer reference (compare --save-reference): {exc}") from None
+
+
+def compared_rows(ours: list[Hit], ref: dict) -> list[tuple]:
+    """The scores of the rows both sides report, for a plot of their agreement: ``(level, query, target,
+    domain, ours_bits, pyhmmer_bits)`` with level ``sequence`` (domain ``-``) or ``domain`` (the domain's
+    number in pyhmmer's order, 1-based, paired to ours by identical envelope)."""
+    ref = reference_hits(ref)
+    mine = {(h.model_name, h.target_name): h for h in ours if h.reported}
+    rows = []
+    for key in sorted(set(mine) & set(ref)):
+        h, r = mine[key], ref[key]
+        rows.append(("sequence", *key, "-", h.score, r.score))
+        by_env = {(d.env_from, d.env_to): d for d in h.domains if d.reported}
+        for i, rd in enumerate(r.domains, 1):
+            od = by_env.get((rd.env_from, rd.env_to))
+            if od is not None:
+                rows.append(("domain", *key, str(i), od.score, rd.score))
+    return rows
+
+
+def write_rows(path, rows: list[tuple]) -> None:
+    """:func:`compared_rows` as a TSV with a header line (atomically)."""
+    from .outfiles import write_text
+
+    lines = ["level\tquery\ttarget\tdomain\thmmcascade_bits\tpyhmmer_bits"]
+    lines += [f"{lv}\t{q}\t{t}\t{d}\t{a:.6g}\t{b:.6g}" for lv, q, t, d, a, b in rows]
+    write_text(path, "\n".join(lines) + "\n")
+
+
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
     inter = min(a[1], b[1]) - max(a[0], b[0]) + 1
     union = max(a[1], b[1]) - min(a[0], b[0]) + 1
@@ -109,7 +218,9 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
 
 def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
                  dom_tolerance_bits: float = 0.5, show: int = 50) -> dict:
-    """Sequence- and domain-level agreement of our reported hits with pyhmmer's."""
+    """Sequence- and domain-level agreement of our reported hits with pyhmmer's (``ref``: pyhmmer's
+    hits or :class:`RefHit` by (query, target))."""
+    ref = reference_hits(ref)
     mine = {(h.model_name, h.target_name): h for h in ours if h.reported}
     both = sorted(set(mine) & set(ref))
     missing = sorted(set(ref) - set(mine))
@@ -129,7 +240,7 @@ def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
     for key in both:
         ours_d = [d for d in mine[key].domains if d.reported]
         used = set()
-        for rd in ref[key].domains.reported:
+        for rd in ref[key].domains:
             n_ref_dom += 1
             n_ref_inc_dom += bool(rd.included)
             renv = (rd.env_from, rd.env_to)
@@ -149,10 +260,9 @@ def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
             od = ours_d[best]
             matched += 1
             matched_inc += bool(rd.included)
-            ali = rd.alignment
             exact_env += (od.env_from, od.env_to) == renv
             exact_ali += (od.ali_from, od.ali_to, od.hmm_from, od.hmm_to) == (
-                ali.target_from, ali.target_to, ali.hmm_from, ali.hmm_to)
+                rd.ali_from, rd.ali_to, rd.hmm_from, rd.hmm_to)
             diff = od.score - rd.score
             within += abs(diff) <= dom_tolerance_bits
             row.update(ours_env=[od.env_from, od.env_to], ours_score=od.score, diff_bits=diff,
