@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -110,6 +111,14 @@ def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
     assert not list((tmp_path / "results/merge").glob("part*"))
     accuracy = json.loads((tmp_path / "results/accuracy.json").read_text())
     assert accuracy["recall"] == accuracy["precision"] == 1.0 and accuracy["sample"] is None
+    # the merged statistics count the whole search: every model (3 shards) x every target (2 batches)
+    stats = json.loads((tmp_path / "results/stats.json").read_text())["stats"]
+    one_stats = json.loads(subprocess.run(cmd[:7] + ["-o", os.devnull, "--stats", "-"], capture_output=True,
+                                          text=True, timeout=600).stdout)["stats"]
+    for key in ("models", "nodes", "targets", "residues", "past_msv", "past_bias", "past_vit", "past_fwd", "pairs",
+                "cells"):
+        assert stats[key] == one_stats[key], key
+    assert stats["models"] == 8 and stats["targets"] == 300
     # every search job asks for a GPU, host memory and a time limit (a cluster's request)
     dry = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
                           str(tmp_path), "--configfile", str(config), "--cores", "2", "--dry-run", "--forceall"],

@@ -75,6 +75,8 @@ class StageStats:
     #: the device-memory plan (:class:`~hmmcascade.planner.MemoryPlan`) with the pool's peak bytes
     #: and the free buffers it released to keep to the budget (``peak_bytes``, ``evicted_bytes``)
     memory: dict = field(default_factory=dict)
+    #: a search of one shard of the models (``--model-shard``): its first model's number in the file
+    first_model: int = 0
 
     def add(self, other: "StageStats") -> None:
         for name in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns", "msv_rerun_s"):
@@ -89,16 +91,23 @@ class StageStats:
 
     @classmethod
     def combine_batches(cls, batches: list[dict]) -> "StageStats":
-        """Whole-search statistics from per-batch ones (same models, disjoint targets)."""
+        """Whole-search statistics from the search jobs' (a grid: each shard of the models, told apart by
+        ``first_model``, over batches of disjoint targets; every shard searches every target)."""
         total = cls(**batches[0])
+        models = {total.first_model: (total.models, total.nodes)}
+        targets = {total.first_model: (total.targets, total.residues)}
         for d in batches[1:]:
             other = cls(**d)
             total.add(other)
-            total.targets += other.targets
-            total.residues += other.residues
+            models[other.first_model] = (other.models, other.nodes)
+            t, r = targets.get(other.first_model, (0, 0))
+            targets[other.first_model] = (t + other.targets, r + other.residues)
             total.wall_s += other.wall_s
             if other.memory:
                 total.memory = {k: max(v, total.memory.get(k, 0)) for k, v in other.memory.items()}
+        total.models, total.nodes = (sum(v) for v in zip(*models.values()))
+        total.targets, total.residues = max(targets.values())
+        total.first_model = 0
         return total
 
 

@@ -443,7 +443,7 @@ def cmd_search(args) -> int:
     for h in res.records if first else ():
         h.model += first
     db = models
-    stats = res.stats.as_dict()
+    stats = {**res.stats.as_dict(), "first_model": first}
     with outputs:
         _write_outputs(args, paths, res.records, th, res.Z, db, args.hmms, args.seqs, families=families, seqs=seqs)
         meta = {"Z": res.Z, "models": len(db), "targets": len(seqs)}

@@ -129,7 +129,7 @@ def plot_agreement(outdir: Path, rows: dict | None, why_none: str) -> None:
         top.scatter(ref, ours, s=10, color=BLUE, alpha=0.7, label=f"{len(pairs)} {level}s")
         top.set_xlabel("pyhmmer bit score")
         top.set_ylabel("hmmcascade bit score")
-        top.set_title(f"{level} scores: {len(pairs)} compared, max |difference| {worst:.3g} bits")
+        top.set_title(f"{level} scores: {len(pairs)} compared,\nmax |difference| {worst:.3g} bits")
         top.legend(loc="upper left")
         bottom.scatter(ref, diff, s=10, color=ORANGE, alpha=0.7)
         bottom.axhline(0, color=GREY, lw=1)
@@ -156,7 +156,7 @@ def plot_stages(outdir: Path, stats: dict, settings: dict) -> None:
     left.plot([], [], color=ORANGE, lw=2, label="HMMER's expected rate (F1, F2, F3)")
     left.legend(loc="lower left", fontsize=8)
     left.set_ylabel("fraction of model x target pairs passing")
-    left.set_title(f"Per-stage pass rates: {int(s['models']):,} models x {int(s['targets']):,} targets")
+    left.set_title(f"Per-stage pass rates:\n{int(s['models']):,} models x {int(s['targets']):,} targets")
     gcups = []
     for stage in THROUGHPUT_STAGES:
         sec = float(s["kernel_s"].get(stage, 0.0))
@@ -168,7 +168,7 @@ def plot_stages(outdir: Path, stats: dict, settings: dict) -> None:
     wall = float(s.get("wall_s") or 0.0)
     overall = float(s["cells"].get("msv", 0)) / wall / 1e9 if wall > 0 else 0.0
     right.set_ylabel("GCUPS (cells / kernel second / 1e9)")
-    right.set_title(f"Throughput per stage; end to end {overall:.3g} GCUPS over {wall:.1f} s of search")
+    right.set_title(f"Throughput per stage;\nend to end {overall:.3g} GCUPS over {wall:.1f} s of search")
     _save(fig, outdir, "stages.svg")
 
 
