@@ -26,6 +26,7 @@ from Bio import SearchIO
 
 from hmmcascade.cli import build_parser
 from hmmcascade.io import read_hmms
+from test_workflow import _small_files
 
 REPO = Path(__file__).resolve().parents[1]
 RESOURCES = REPO / "resources"
@@ -38,15 +39,7 @@ needs_hmmsearch = pytest.mark.skipif(HMMSEARCH is None, reason="HMMER's hmmsearc
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """8 of the embedded models and the first 300 embedded proteins (as tests/test_workflow.py's)."""
-    folder = tmp_path_factory.mktemp("habits")
-    hmm_path = folder / "models.hmm"
-    with open(hmm_path, "wb") as fh:
-        for hmm in read_hmms(RESOURCES / "pfam35_default.hmm.gz")[:8]:
-            hmm.write(fh)
-    records = gzip.open(RESOURCES / "proteins_default.faa.gz", "rt").read().split(">")[1:301]
-    seq_path = folder / "proteins.faa"
-    seq_path.write_text("".join(">" + r for r in records))
-    return hmm_path, seq_path
+    return _small_files(tmp_path_factory.mktemp("habits"), 8, 300)
 
 
 def _search(*args, cwd=None, stdin: bytes | None = None) -> subprocess.CompletedProcess:

@@ -41,14 +41,7 @@ def _snakemake(tmp_path: Path, config: Path, *targets: str) -> subprocess.Comple
 @pytest.fixture
 def small_inputs(tmp_path):
     """8 of the embedded models and the first 300 embedded proteins."""
-    hmm_path = tmp_path / "models.hmm"
-    with open(hmm_path, "wb") as fh:
-        for hmm in read_hmms(RESOURCES / "pfam35_default.hmm.gz")[:8]:
-            hmm.write(fh)
-    records = gzip.open(RESOURCES / "proteins_default.faa.gz", "rt").read().split(">")[1:301]
-    seq_path = tmp_path / "proteins.faa"
-    seq_path.write_text("".join(">" + r for r in records))
-    return hmm_path, seq_path
+    return _small_files(tmp_path, 8, 300)
 
 
 def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
