@@ -37,16 +37,20 @@ in the Pfam database. BMC Bioinformatics 8:298. doi:10.1186/1471-2105-8-298
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import NamedTuple
 from pathlib import Path
 
 from . import __version__
 from .io import InputError, check_input_file, open_input
-from .results import Domain, Hit
+from .results import Hit
 
-__all__ = ["PfamFamily", "DomainAnnotation", "read_pfam_dat", "pfam_domains", "write_pfam_scan", "write_gff3",
+__all__ = ["PfamFamily", "DomainAnnotation", "DomainUnit", "read_pfam_dat", "pfam_domains", "unit_annotations",
+           "write_pfam_scan", "write_gff3",
            "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream"]
 
 
@@ -163,6 +167,29 @@ def _read_tag(path: Path, n: int, record: dict, tag: str, value: str) -> None:
             raise InputError(f"{path}: line {n}: #=GF GA must read '<seq bits>; <dom bits>;', got {value!r}") from None
 
 
+class DomainUnit(NamedTuple):
+    """What the per-protein tables read of one reported domain of a reported hit (a merge's step 2 makes
+    these straight from its sorted runs' rows, without Hit or Domain objects)."""
+
+    model: int
+    model_name: str
+    model_acc: str
+    model_length: int
+    target_name: str
+    target_length: int
+    score: float  #: the hit's bits
+    included: bool  #: the hit's
+    env_from: int
+    env_to: int
+    dom_score: float
+    i_evalue: float
+    dom_included: bool
+    hmm_from: int
+    hmm_to: int
+    ali_from: int
+    ali_to: int
+
+
 def pfam_domains(hits, families: dict[str, PfamFamily] | None = None, *,
                  resolve_clan_overlap: bool = True) -> list[DomainAnnotation]:
     """The reported domains of reported hits, clan overlaps resolved, in pfam_scan's output order.
@@ -175,8 +202,7 @@ def pfam_domains(hits, families: dict[str, PfamFamily] | None = None, *,
     Raises:
         TypeError, ValueError: one line naming the bad hit.
     """
-    families = families or {}
-    per_seq: dict[str, list[tuple[Hit, Domain]]] = {}
+    per_seq: dict[str, list[DomainUnit]] = {}
     for i, h in enumerate(hits):
         if not isinstance(h, Hit):
             raise TypeError(f"hits[{i}]: expected a hmmcascade.results.Hit, got {type(h).__name__}")
@@ -187,51 +213,62 @@ def pfam_domains(hits, families: dict[str, PfamFamily] | None = None, *,
                 if not 1 <= d.ali_from <= d.ali_to or not 1 <= d.env_from <= d.env_to:
                     raise ValueError(f"hit {h.model_name} x {h.target_name}: domain coordinates ali {d.ali_from}-"
                                      f"{d.ali_to}, env {d.env_from}-{d.env_to} are not 1-based ranges")
-                per_seq.setdefault(h.target_name, []).append((h, d))
+                per_seq.setdefault(h.target_name, []).append(DomainUnit(
+                    h.model, h.model_name, h.model_acc, h.model_length, h.target_name, h.target_length, h.score,
+                    h.included, d.env_from, d.env_to, d.score, d.i_evalue, d.included, d.hmm_from, d.hmm_to,
+                    d.ali_from, d.ali_to))
+    return unit_annotations(per_seq, families, resolve_clan_overlap=resolve_clan_overlap)
+
+
+def unit_annotations(per_seq: dict[str, list[DomainUnit]], families: dict[str, PfamFamily] | None = None, *,
+                     resolve_clan_overlap: bool = True) -> list[DomainAnnotation]:
+    """:func:`pfam_domains` of the proteins' domain units ``per_seq`` (by protein name, each protein's in
+    model order or any order: sorted here as hmmsearch's output lists them)."""
+    families = families or {}
     out = []
     for seq_id in sorted(per_seq, key=lambda s: s.encode("utf-8", "surrogateescape")):
-        units = sorted(per_seq[seq_id], key=lambda u: u[0].model)  # hmmsearch output order: models, then domains
+        units = sorted(per_seq[seq_id], key=attrgetter("model"))  # hmmsearch output order: models, then domains
         if families and resolve_clan_overlap:
             units = _remove_overlaps_by_clan(units, families)
-        for h, d in sorted(units, key=lambda u: u[1].ali_from):
-            out.append(_annotation(h, d, families.get(h.model_name)))
+        for u in sorted(units, key=attrgetter("ali_from")):
+            out.append(_annotation(u, families.get(u.model_name)))
     return out
 
 
-def _remove_overlaps_by_clan(units, families):
+def _remove_overlaps_by_clan(units: list[DomainUnit], families) -> list[DomainUnit]:
     """``HMMResults::remove_overlaps_by_clan``: best E-value first, same-clan overlaps dropped unless nested."""
-    kept: list[tuple[Hit, Domain]] = []
-    for h, d in sorted(units, key=lambda u: float("%.2g" % u[1].i_evalue)):
-        fam = families.get(h.model_name)
+    kept: list[DomainUnit] = []
+    for u in sorted(units, key=lambda u: float("%.2g" % u.i_evalue)):
+        fam = families.get(u.model_name)
         clash = False
-        for kh, kd in kept:
-            other = families.get(kh.model_name)
-            if fam and other and fam.clan and fam.clan == other.clan and _overlap(d, kd):
-                if kh.model_name in fam.nested:
+        for k in kept:
+            other = families.get(k.model_name)
+            if fam and other and fam.clan and fam.clan == other.clan and _overlap(u, k):
+                if k.model_name in fam.nested:
                     continue
                 clash = True
                 break
         if not clash:
-            kept.append((h, d))
+            kept.append(u)
     return kept
 
 
-def _overlap(a: Domain, b: Domain) -> bool:
+def _overlap(a: DomainUnit, b: DomainUnit) -> bool:
     """pfam_scan's ``overlap``: the alignments share at least one residue."""
-    first, second = sorted((a, b), key=lambda d: d.ali_from)
+    first, second = sorted((a, b), key=attrgetter("ali_from"))
     return second.ali_from <= first.ali_to
 
 
-def _annotation(h: Hit, d: Domain, fam: PfamFamily | None) -> DomainAnnotation:
+def _annotation(u: DomainUnit, fam: PfamFamily | None) -> DomainAnnotation:
     if fam is not None and fam.ga_seq_bits is not None:
-        significant = float("%.1f" % h.score) >= fam.ga_seq_bits and float("%.1f" % d.score) >= fam.ga_dom_bits
+        significant = float("%.1f" % u.score) >= fam.ga_seq_bits and float("%.1f" % u.dom_score) >= fam.ga_dom_bits
     else:
-        significant = h.included and d.included
+        significant = u.included and u.dom_included
     return DomainAnnotation(
-        seq_id=h.target_name, seq_length=h.target_length, ali_from=d.ali_from, ali_to=d.ali_to,
-        env_from=d.env_from, env_to=d.env_to, hmm_acc=h.model_acc or (fam.accession if fam else "") or "-",
-        hmm_name=h.model_name, type=(fam.type if fam else "") or "-", hmm_from=d.hmm_from, hmm_to=d.hmm_to,
-        hmm_length=h.model_length, bits=d.score, evalue=d.i_evalue, significant=significant,
+        seq_id=u.target_name, seq_length=u.target_length, ali_from=u.ali_from, ali_to=u.ali_to,
+        env_from=u.env_from, env_to=u.env_to, hmm_acc=u.model_acc or (fam.accession if fam else "") or "-",
+        hmm_name=u.model_name, type=(fam.type if fam else "") or "-", hmm_from=u.hmm_from, hmm_to=u.hmm_to,
+        hmm_length=u.model_length, bits=u.dom_score, evalue=u.i_evalue, significant=significant,
         clan=(fam.clan if fam else "") or "No_clan")
 
 
@@ -296,34 +333,41 @@ def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, res
 
 
 def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
-    """Domain ``k`` (1, 2, ...) of its protein; the protein's region and polypeptide first when ``k`` is 1."""
-    seqid = _escape(a.seq_id, _seqid_safe)
-    protein_id = "protein:" + _escape(a.seq_id, _attr_safe)
+    """Domain ``k`` (1, 2, ...) of its protein; the protein's region and polypeptide first when ``k`` is 1.
+    (Only text is escaped: the numbers' characters are all safe.)"""
+    seqid, attr_id = _gff3_ids(a.seq_id)
     out = []
     if k == 1:
         out.append(f"##sequence-region {seqid} 1 {a.seq_length}")
         out.append("\t".join([seqid, "hmmcascade", "polypeptide", "1", str(a.seq_length), ".", ".", ".",
-                              f"ID={protein_id};Name={_escape(a.seq_id, _attr_safe)}"]))
-    attrs = [("ID", f"domain:{a.seq_id}:{k}"), ("Parent", f"protein:{a.seq_id}"), ("Name", a.hmm_name)]
-    pfam = re.match(r"PF\d{5}", a.hmm_acc)
+                              f"ID=protein:{attr_id};Name={attr_id}"]))
+    name = _escape(a.hmm_name, _attr_safe)
+    column9 = [f"ID=domain:{attr_id}:{k}", f"Parent=protein:{attr_id}", f"Name={name}",
+               # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
+               f"Target={name.replace(' ', '%20')} {a.hmm_from} {a.hmm_to}"]
+    pfam = _PFAM_ACC.match(a.hmm_acc)
     if pfam:
-        attrs.append(("Dbxref", f"Pfam:{pfam.group(0)}"))
+        column9.append(f"Dbxref=Pfam:{pfam.group(0)}")
     if a.hmm_acc != "-":
-        attrs.append(("accession", a.hmm_acc))
-    attrs += [("evalue", "%.2g" % a.evalue), ("hmm_start", a.hmm_from), ("hmm_end", a.hmm_to),
-              ("hmm_length", a.hmm_length), ("env_start", a.env_from), ("env_end", a.env_to),
-              ("significant", int(a.significant))]
+        column9.append(f"accession={_escape(a.hmm_acc, _attr_safe)}")
+    column9.append(f"evalue={a.evalue:.2g};hmm_start={a.hmm_from};hmm_end={a.hmm_to};hmm_length={a.hmm_length};"
+                   f"env_start={a.env_from};env_end={a.env_to};significant={int(a.significant)}")
     if a.type != "-":
-        attrs.append(("type", a.type))
+        column9.append(f"type={_escape(a.type, _attr_safe)}")
     if a.clan != "No_clan":
-        attrs.append(("clan", a.clan))
-    column9 = ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs[:3])
-    # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
-    column9 += f";Target={_escape(a.hmm_name, _attr_safe).replace(' ', '%20')} {a.hmm_from} {a.hmm_to};"
-    column9 += ";".join(f"{key}={_escape(str(value), _attr_safe)}" for key, value in attrs[3:])
+        column9.append(f"clan={_escape(a.clan, _attr_safe)}")
     out.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
-                          "%.1f" % a.bits, ".", ".", column9]))
+                          "%.1f" % a.bits, ".", ".", ";".join(column9)]))
     return out
+
+
+_PFAM_ACC = re.compile(r"PF\d{5}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _gff3_ids(seq_id: str) -> tuple[str, str]:
+    """A protein's name escaped for GFF3's column 1 and for an attribute value (once per protein)."""
+    return _escape(seq_id, _seqid_safe), _escape(seq_id, _attr_safe)
 
 
 _CUT_NAMES = {"ga": "gathering", "tc": "trusted", "nc": "noise"}
@@ -594,6 +638,8 @@ def _escape(text: str, safe) -> str:
     """GFF3 percent-encoding (RFC 3986 style, upper-case hex) of every character ``safe`` rejects."""
     pattern = _unsafe_pattern(safe)
     if pattern is not None:
+        if pattern.search(text) is None:  # (most text: kept as it is)
+            return text
         return pattern.sub(lambda m: _percent(m.group()), text)
     return "".join(ch if safe(ch) else _percent(ch) for ch in text)
 

@@ -67,8 +67,8 @@ from operator import itemgetter
 import numpy as np
 
 from .columnar import HitFile, HitFileWriter, hits_from_table, is_hit_file, thresholded_table
-from .annotate import AnnotationStream, pfam_domains
-from .results import Alignment, Domain, Hit
+from .annotate import AnnotationStream, DomainUnit, pfam_domains, unit_annotations
+from .results import Domain, Hit
 
 __all__ = ["BLOCK_HITS", "PART_ROWS", "PARTS_FORMAT", "MergeSummary", "merge_hit_files", "merge_parts",
            "open_hit_source"]
@@ -149,7 +149,7 @@ def _blocks(counts: np.ndarray, block_hits: int) -> list[tuple[int, int]]:
     return out
 
 
-# the fields of a reported domain that the per-protein tables use (pass 2 rebuilds Hit and Domain from them)
+# the fields of a reported domain that the per-protein tables use (step 2 reads them as DomainUnits)
 def _annotation_row(key: bytes, h: Hit, d: Domain) -> tuple:
     a = d.alignment
     return (key, h.model, h.target, h.model_name, h.model_acc, h.model_length, h.target_name, h.target_length, h.score,
@@ -157,13 +157,9 @@ def _annotation_row(key: bytes, h: Hit, d: Domain) -> tuple:
             a.ali_to, a.M, a.L)
 
 
-def _hit_from_row(r: tuple) -> Hit:
-    (_, model, target, model_name, model_acc, model_length, target_name, target_length, score, included, env_from,
-     env_to, dscore, i_evalue, dincluded, hmm_from, hmm_to, ali_from, ali_to, M, L) = r
-    ali = Alignment(hmm_from, hmm_to, ali_from, ali_to, "", "", "", "", M, L)
-    dom = Domain(env_from, env_to, dscore, 0.0, 0.0, 0.0, i_evalue, 0.0, ali, reported=True, included=dincluded)
-    return Hit(model, target, model_name, model_acc, model_length, target_name, "", "", target_length, score, score,
-               0.0, 0.0, 0.0, reported=True, included=included, domains=[dom])
+def _unit_from_row(r: tuple) -> DomainUnit:
+    """A row of :func:`_annotation_row` as the per-protein tables' :class:`~hmmcascade.annotate.DomainUnit`."""
+    return DomainUnit(r[1], *r[3:19])
 
 
 def _write_runs(folder: str, n: int, rows: list[tuple], bounds: list[bytes], chunk: int) -> list[str | None]:
@@ -201,17 +197,27 @@ def _annotate(hits: list[Hit], families, streams: dict) -> None:
             stream.add(rows)
 
 
+def _annotate_units(per_seq: dict, families, streams: dict) -> None:
+    if per_seq:
+        rows = unit_annotations(per_seq, families)
+        for stream in streams.values():
+            stream.add(rows)
+
+
 def _annotate_runs(runs: list[str], families, streams: dict, part_rows: int) -> None:
     """The runs merged by protein name (ties: earlier runs, lower models, first), resolved and
     written a batch of whole proteins at a time."""
-    batch: list[Hit] = []
+    batch: dict[str, list[DomainUnit]] = {}
+    n = 0
     merged_rows = heapq.merge(*(_read_run(path) for path in runs), key=itemgetter(0))
     for _, protein in groupby(merged_rows, key=itemgetter(0)):
-        batch += map(_hit_from_row, protein)
-        if len(batch) >= part_rows:
-            _annotate(batch, families, streams)
-            batch = []
-    _annotate(batch, families, streams)
+        units = list(map(_unit_from_row, protein))
+        batch.setdefault(units[0].target_name, []).extend(units)
+        n += len(units)
+        if n >= part_rows:
+            _annotate_units(batch, families, streams)
+            batch, n = {}, 0
+    _annotate_units(batch, families, streams)
 
 
 _PART_CONTEXT: dict = {}
