@@ -146,6 +146,7 @@ def test_failed_merge_leaves_no_older_accuracy_beside_missing_tables(tmp_path):
     batch = tmp_path / "results/search/batch000.hits.parquet"  # (a folder of the search's parts)
     (batch / "part000.parquet").unlink()
     _write_parquet_without_domains(batch / "part000.parquet")
+    (batch / ".snakemake_timestamp").touch()  # (Snakemake dates a folder output by this file: changed now)
     run = _snakemake(tmp_path, config)
     assert run.returncode != 0
     # the shard's merge fails on it, naming the file; the merge of the parts never starts, so the last
