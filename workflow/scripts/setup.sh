@@ -16,12 +16,16 @@ if ! .venv/bin/python -m hmmcascade devices --check >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null
     fi
 fi
-# the tests check GFF3 with genometools' gt gff3validator (skipped without it)
+# the tests check GFF3 with genometools' gt gff3validator and the main output against Debian's hmmsearch
+# (each skipped without it)
 case ",$extras," in *,test,*)
-    if ! command -v gt >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: installing genometools (gt gff3validator) for the tests" >&2
+    missing=""
+    command -v gt >/dev/null 2>&1 || missing="$missing genometools"
+    command -v hmmsearch >/dev/null 2>&1 || missing="$missing hmmer"
+    if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing$missing for the tests" >&2
         apt-get update -qq >/dev/null 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq genometools >/dev/null || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null || true
     fi
 esac
 .venv/bin/python -m hmmcascade devices --check
