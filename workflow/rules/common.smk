@@ -96,7 +96,7 @@ BATCHES = [f"{b:03d}" for b in range(N_SEQUENCE_SHARDS)]
 MODEL_SHARDS = [str(k) for k in range(1, N_MODEL_SHARDS + 1)]
 
 
-#: a search job writes its hits as a folder of this many Parquet files, by as many processes side by side
+#: a search job writes its hits as a folder of this many Parquet files, encoded by as many threads side by side
 #: (at Swiss-Prot scale one file's encoding alone took ~10 s of the job's ~100 s)
 HITS_PARTS = 8
 
