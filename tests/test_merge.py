@@ -103,6 +103,8 @@ def test_hit_file_parts_and_fast_rows_equal_one_file_of_the_records(tmp_path, de
         assert joined.equals(slow)
         f = HitFile(folder)
         assert f.meta == {"Z": Z} and f.read_models(3, 9) == HitFile(tmp_path / "slow.parquet").read_models(3, 9)
+    write_hit_file(tmp_path / "none.parquet", [], {"Z": Z}, parts=3)  # (a search without hits)
+    assert HitFile(tmp_path / "none.parquet").rows == 0 and len(os.listdir(tmp_path / "none.parquet")) == 3
     (tmp_path / "file.parquet").write_text("x")
     with pytest.raises(OutputError, match="not a folder"):
         write_hit_file(tmp_path / "file.parquet", hits, {"Z": Z}, parts=2)

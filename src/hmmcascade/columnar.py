@@ -375,6 +375,9 @@ def write_hit_file(path, hits: list[Hit], meta: dict | None = None, parts: int =
 
     rows = _BatchRows.of(hits)  # (a search's hits: their domains from its batches' arrays)
     if rows is None:  # (hits read back or made otherwise: a row group at a time from the records)
+        if parts > 1 and not hits:  # (a search without hits: a folder of empty hit files)
+            _write_folder(os.fspath(path), [np.empty(0, dtype=np.int64)] * parts, {}, None, meta)
+            return
         if parts > 1:
             raise ValueError("write_hit_file: parts need a search's hits")
         with open_output(path, "wb") as fh:
