@@ -571,8 +571,8 @@ def _merge_to_parts(args, th, Z: float, db, queries, workers: int) -> int:
 def cmd_compare(args) -> int:
     """pyhmmer on the same inputs and thresholds, against our hits.  ``--save-reference``: only run
     pyhmmer (on the planned models) and save its hits; ``--reference``: compare with saved hits."""
-    from .compare import (compare_hits, compared_rows, load_reference, plan_compare, run_pyhmmer, save_reference,
-                          summary_text, write_rows)
+    from .compare import (compare_hits, compared_rows, load_reference, plan_compare, reference_hits, run_pyhmmer,
+                          save_reference, summary_text, write_rows)
     from .io import read_hmm_sample
     from .outfiles import write_text
     from .merge import open_hit_source
@@ -620,7 +620,7 @@ def cmd_compare(args) -> int:
         plan = plans[0]
         names = {h.name for h in hmms} if plan["mode"] == "sample" else set()
         plan["names"] = sorted(names)
-        ref = run_pyhmmer(hmms, seqs, th, Z, cpus=args.cpus)
+        ref = reference_hits(run_pyhmmer(hmms, seqs, th, Z, cpus=args.cpus))  # (made once: compared, saved, rows)
         if args.save_reference:
             with outputs:
                 save_reference(args.save_reference, ref, plan, Z)

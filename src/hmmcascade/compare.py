@@ -160,9 +160,8 @@ def save_reference(path, ref: dict, plan: dict, Z: float) -> None:
 
     doc = {"format": REFERENCE_FORMAT, "Z": float(Z),
            "plan": {**{k: v for k, v in plan.items() if k != "models"}, "models": [int(m) for m in plan["models"]]},
-           "hits": [[q, t, *(lambda r: [r.score, r.evalue, r.included,
-                                        [list(asdict(d).values()) for d in r.domains]])(_ref_hit(h))]
-                    for (q, t), h in sorted(ref.items())]}
+           "hits": [[q, t, r.score, r.evalue, r.included, [list(asdict(d).values()) for d in r.domains]]
+                    for (q, t), r in sorted(reference_hits(ref).items())]}
     with open_output(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=3, mtime=0) as gz:
         gz.write(json.dumps(doc, separators=(",", ":")).encode())
 

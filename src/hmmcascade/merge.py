@@ -67,7 +67,7 @@ from operator import itemgetter
 import numpy as np
 
 from .columnar import HitFile, HitFileWriter, hits_from_table, is_hit_file, thresholded_table
-from .annotate import AnnotationStream, DomainUnit, pfam_domains, unit_annotations
+from .annotate import AnnotationStream, DomainUnit, unit_annotations
 from .results import Domain, Hit
 
 __all__ = ["BLOCK_HITS", "PART_ROWS", "PARTS_FORMAT", "MergeSummary", "merge_hit_files", "merge_parts",
@@ -188,13 +188,6 @@ def _read_run(path: str):
             except EOFError:
                 return
             yield from chunk
-
-
-def _annotate(hits: list[Hit], families, streams: dict) -> None:
-    if hits:
-        rows = pfam_domains(hits, families)
-        for stream in streams.values():
-            stream.add(rows)
 
 
 def _annotate_units(per_seq: dict, families, streams: dict) -> None:
