@@ -21,8 +21,8 @@ from pyhmmer.easel import SequenceFile
 from pyhmmer.plan7 import HMMFile
 
 from conftest import DEFAULT_HMMS, DEFAULT_SEQS, PYHMMER_DATA
-from hmmcascade.output import (QueryInfo, alignment_lines, sort_hits, write_alignments, write_domtblout,
-                               write_tblout)
+from hmmcascade.hmmsearch_text import alignment_lines
+from hmmcascade.output import QueryInfo, sort_hits, write_alignments, write_domtblout, write_tblout
 from hmmcascade.results import Alignment, Domain, Hit
 
 TABLES = PYHMMER_DATA / "tables"
