@@ -1,9 +1,12 @@
 """OpenCL devices and the filter kernels.
 
-Device choice: ``auto`` takes the first GPU of any platform, else the first
-CPU device (PoCL when installed through ``pocl-binary-distribution``);
-``PLATFORM:DEVICE`` indices or a case-insensitive substring of the device or
-platform name pick one explicitly (``hmmcascade search --device``).
+Device choice (``hmmcascade search --device``; the specs in :mod:`hmmcascade.device_choice`):
+``auto`` takes the first GPU of any platform, else the first CPU device (PoCL when installed
+through ``pocl-binary-distribution``); ``PLATFORM:DEVICE`` indices, a part of a device split by
+device fission (``P:D:S/N``) or a case-insensitive substring of the device or platform name pick
+one explicitly.  A set (``all``, or a comma-separated list) makes :func:`open_device` claim a device
+of the set that no other process holds (:mod:`hmmcascade.device_slots`: a lock file per device,
+held for the process's life), so that searches started together each get a GPU of their own.
 
 Programs are built once per (context, kernel file) in this process; pyopencl
 caches the binaries on disk keyed by source, options, device and driver.  The
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .device_choice import DeviceError, device_set, list_devices, lock_key, opencl, pick
+from .device_slots import claim
 from .instrument import Instrument
 from .kernel_table import PROGRAM_PARTS, kernel_part, part_options
 
@@ -36,10 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DeviceError", "Device", "PROGRAM_PARTS", "open_device", "kernels_dir", "list_devices", "part_options",
            "program_source"]
-
-
-class DeviceError(RuntimeError):
-    """No usable OpenCL device, or a kernel failed to build."""
 
 
 def kernels_dir() -> Traversable:
@@ -56,77 +57,6 @@ def kernels_dir() -> Traversable:
 #: (its most work-groups); ptxas then spills 12 bytes.  Measured on an H200 (dev-x10, 2026-11-22,
 #: benchmarks/sweep_search.py --set build:ensemble=...): domain kernels 1.87 s -> 1.73 s (72: 1.75 s).
 NV_PROGRAM_OPTIONS = {"ensemble": ["-cl-nv-maxrregcount=64"]}
-def opencl():
-    """The pyopencl module (imported on first use; a :class:`DeviceError` if it is missing)."""
-    try:
-        import pyopencl as cl
-    except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise DeviceError(f"pyopencl is not importable: {exc}") from exc
-    return cl
-
-
-def list_devices() -> list[tuple[int, int, str, str, bool]]:
-    """All OpenCL devices: (platform index, device index, platform, device, is_gpu)."""
-    cl = opencl()
-    out = []
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error:
-        return out
-    for pi, p in enumerate(platforms):
-        try:
-            devices = p.get_devices()
-        except cl.Error:
-            continue
-        for di, d in enumerate(devices):
-            out.append((pi, di, p.name.strip(), d.name.strip(), bool(d.type & cl.device_type.GPU)))
-    return out
-
-
-_NO_DEVICE_HELP = ("install a GPU driver, or a CPU OpenCL runtime: `pip install pocl-binary-distribution` "
-                   "or, on CPUs newer than its LLVM knows, `apt-get install pocl-opencl-icd`")
-
-
-def _builds(platform_index: int, device_index: int) -> bool:
-    """Whether a trivial kernel compiles on the device (some CPU runtimes cannot target new CPUs)."""
-    cl = opencl()
-    try:
-        dev = cl.get_platforms()[platform_index].get_devices()[device_index]
-        ctx = cl.Context([dev])
-        cl.Program(ctx, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
-        return True
-    except (cl.Error, cl.RuntimeError):
-        return False
-
-
-def _pick(spec: str):
-    cl = opencl()
-    found = list_devices()
-    if not found:
-        raise DeviceError(f"no OpenCL device found; {_NO_DEVICE_HELP}")
-    if spec == "auto":
-        ranked = [f for f in found if f[4]] + [f for f in found if not f[4]]
-        working = [f for f in ranked if _builds(f[0], f[1])]
-        if not working:
-            raise DeviceError("no OpenCL device can build kernels (have: " + "; ".join(f[3] for f in found)
-                              + f"); {_NO_DEVICE_HELP}")
-        choice = working[0]
-    elif re.fullmatch(r"\d+:\d+", spec):
-        pi, di = map(int, spec.split(":"))
-        match = [f for f in found if f[0] == pi and f[1] == di]
-        if not match:
-            raise DeviceError(f"no OpenCL device {spec}; have: " + "; ".join(f"{f[0]}:{f[1]} {f[3]}" for f in found))
-        choice = match[0]
-    else:
-        key = spec.lower()
-        if key in ("gpu", "cpu"):
-            match = [f for f in found if f[4] == (key == "gpu") and _builds(f[0], f[1])]
-        else:
-            match = [f for f in found if key in f[3].lower() or key in f[2].lower()]
-        if not match:
-            raise DeviceError(f"no OpenCL device matches {spec!r}; have: " + "; ".join(f"{f[0]}:{f[1]} {f[3]}" for f in found))
-        choice = match[0]
-    return cl.get_platforms()[choice[0]].get_devices()[choice[1]]
 
 
 def _locked(method):
@@ -154,6 +84,11 @@ class Device:
     #: build with inline PTX where the device has it (NVIDIA); False: portable OpenCL
     #: (SearchOptions.inline_ptx, given to :func:`open_device`)
     inline_ptx: bool = True
+    #: which device of several this is: its ``P:D`` (or ``P:D:S/N``) when claimed from a set or a
+    #: part of a device, shown in :attr:`name` (the search's stats and log); "" otherwise
+    label: str = ""
+    #: the parts its device was split into (``P:D:S/N``'s N; 1: a whole device): they share its memory
+    parts: int = 1
     _lock: object = field(default_factory=threading.RLock, repr=False, compare=False)
     #: profiling records (:class:`~hmmcascade.instrument.Instrument`; all off by default); a search
     #: given one puts it here for its duration, and every stage records through ``dev.instrument``
@@ -190,7 +125,8 @@ class Device:
 
     @property
     def name(self) -> str:
-        return f"{self.device.platform.name.strip()} / {self.device.name.strip()}"
+        name = f"{self.device.platform.name.strip()} / {self.device.name.strip()}"
+        return f"{name} [{self.label}]" if self.label else name
 
     @property
     def is_gpu(self) -> bool:
@@ -198,7 +134,8 @@ class Device:
 
     @property
     def global_mem_bytes(self) -> int:
-        return int(self.device.global_mem_size)
+        """The device's memory (a part's share of it, for a part of a split device)."""
+        return int(self.device.global_mem_size) // self.parts
 
     @property
     def local_mem_bytes(self) -> int:
@@ -277,11 +214,12 @@ class Device:
 
     @property
     def indices(self) -> tuple[int, int]:
-        """(platform index, device index) of this device, as ``P:D`` names it."""
+        """(platform index, device index) of this device (of the whole device, for a part), as ``P:D`` names it."""
         cl = opencl()
+        whole = self.device.parent_device or self.device
         for pi, p in enumerate(cl.get_platforms()):
             for di, d in enumerate(p.get_devices()):
-                if d == self.device:
+                if d == whole:
                     return pi, di
         raise DeviceError(f"{self.name} is not among the platforms' devices")
 
@@ -582,10 +520,19 @@ def program_source(name: str) -> str:
 
 def open_device(spec: str | None = None, options: SearchOptions | None = None) -> Device:
     """Open the device named by ``spec`` (see module docs; ``None``: ``auto``), built as ``options``
-    say (their ``inline_ptx``; the other options are the search's, :func:`hmmcascade.cascade.search`)."""
+    say (their ``inline_ptx``; the other options are the search's, :func:`hmmcascade.cascade.search`).
+
+    A set of devices (``all``, ``A,B,...``) first claims one that no other process holds, waiting
+    while all are held; the claim lasts until this process ends."""
     cl = opencl()
-    dev = _pick(spec or "auto")
+    spec = spec or "auto"
+    label = ""
+    choices = device_set(spec)
+    if choices is not None:
+        spec = label = choices[claim([lock_key(c) for c in choices], spec)]
+    dev, concrete, part = pick(spec)
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     inline_ptx = options is None or options.inline_ptx != "off"
-    return Device(ctx=ctx, queue=queue, device=dev, inline_ptx=inline_ptx)
+    return Device(ctx=ctx, queue=queue, device=dev, inline_ptx=inline_ptx, label=concrete if part else label,
+                  parts=part[1] if part else 1)

@@ -24,7 +24,7 @@ rule search_batch:
     params:
         py=PY,
         thresholds=threshold_args(),
-        device=config["device"],
+        device=device_arg(),
         memory=str(config.get("device_memory", "auto")),
         z=z_args("results/prepared/sequences.json"),
         shard=model_shard_args,
