@@ -17,6 +17,7 @@ rule all:
 
 
 include: "workflow/rules/fetch.smk"
+include: "workflow/rules/genomes.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/search.smk"
 include: "workflow/rules/compare.smk"

@@ -38,8 +38,29 @@ def get_hmms():
     return _input_path(config["hmms"])
 
 
+def get_genomes():
+    """config genomes: {sample: nucleotide FASTA} of its folder or sample sheet (hmmcascade.genomes, which
+    imports only the standard library: read here whatever environment Snakemake runs in); {} when unset."""
+    if not config.get("genomes"):
+        return {}
+    sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+    from hmmcascade.genomes import genome_inputs
+
+    try:
+        return genome_inputs(_input_path(config["genomes"]))
+    except ValueError as exc:  # (a bad folder, sheet or name: one line naming it)
+        sys.exit(f"hmmcascade: error: config genomes: {exc}")
+
+
+#: the samples of a genome run (workflow/rules/genomes.smk): their proteins, pooled, are the targets
+GENOMES = get_genomes()
+GENOME_PROTEINS = "results/genomes/proteins.faa"
+
+
 def get_sequences():
-    """Target FASTA for the configured database source."""
+    """Target FASTA for the configured database source (a genome run: its genomes' pooled proteins)."""
+    if GENOMES:
+        return GENOME_PROTEINS
     if config["databases"] == "download":
         return "resources/uniprot/uniprot_sprot.fasta.gz"
     return _input_path(config["sequences"])
@@ -51,11 +72,16 @@ def _auto_jobs():
     end (2026-11-25), and at most AUTO_JOB_RESIDUES residues of all models' hits a job (its host
     memory); at least AUTO_SHARD_MODELS models a model shard.  Sizes are estimated from the files:
     470 bytes of HMM text a node, AUTO_NODES_PER_MODEL nodes a model, 1 byte of FASTA a residue, gzip
-    4x and 2x smaller. Inputs not there yet (to be downloaded): 2 jobs."""
+    4x and 2x smaller; a genome run's residues: a third of its genomes' bases (gzip 4x smaller), whether or not
+    their proteins are pooled yet (so the shards stay the same once they are). Inputs not there yet (to be
+    downloaded): 2 jobs."""
     try:
         hmm, seqs = get_hmms(), get_sequences()
         nodes = os.path.getsize(hmm) * (4 if hmm.endswith(".gz") else 1) / 470
-        residues = os.path.getsize(seqs) * (2 if seqs.endswith(".gz") else 1)
+        if GENOMES:
+            residues = sum(os.path.getsize(p) * (4 if p.endswith(".gz") else 1) for p in GENOMES.values()) / 3
+        else:
+            residues = os.path.getsize(seqs) * (2 if seqs.endswith(".gz") else 1)
     except OSError:
         return 2, 2
     by_cells = -(-nodes * residues // AUTO_JOB_CELLS)
@@ -113,11 +139,11 @@ def model_shard_args(wildcards):
 
 def get_preset():
     """The annotation preset: config preset pfam or hmmsearch; auto is pfam with databases: download (current
-    Pfam-A, its Pfam-A.hmm.dat with it), else hmmsearch (the embedded default and local files: set pfam for
-    local Pfam files)."""
+    Pfam-A, its Pfam-A.hmm.dat with it) or for genomes (as genome annotators use Pfam), else hmmsearch (the
+    embedded default and local files: set pfam for local Pfam files)."""
     preset = config.get("preset", "auto")
     if preset == "auto":
-        return "pfam" if config["databases"] == "download" else "hmmsearch"
+        return "pfam" if config["databases"] == "download" or GENOMES else "hmmsearch"
     return preset
 
 
@@ -219,6 +245,12 @@ def annotation_args():
     return ["--significant-only"] if PRESET == "pfam" and not config.get("all_domains", False) else []
 
 
+def device_arg():
+    """--device's value: config device, a list joined with commas (a set: each search job claims one of them)."""
+    device = config["device"]
+    return ",".join(device) if isinstance(device, list) else device
+
+
 def total_cores():
     """--cores, or 1 where none is given (snakemake --report or a dry run, which run no jobs): for a rule's
     threads, where workflow.cores would stop those with "Workflow requires a total number of cores"."""
@@ -250,4 +282,11 @@ def get_final_outputs():
         outputs += ACCURACY_OUTPUTS
     if config["databases"] == "download":
         outputs += ["results/provenance/pfam.json", "results/provenance/uniprot.json"]
+    if GENOMES:  # (workflow/rules/genomes.smk)
+        outputs += [f"results/genomes/{s}/{s}{ext}" for s in GENOMES for ext in GENOME_OUTPUTS]
+        outputs += ["results/genomes/summary.tsv"]
     return outputs
+
+
+#: each genome's outputs, results/genomes/{sample}/{sample}{ext}
+GENOME_OUTPUTS = [".faa", ".gff3", ".pfam_scan.tsv"]

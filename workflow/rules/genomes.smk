@@ -1,0 +1,94 @@
+# Genomes (config genomes; the samples are read in common.smk, GENOMES): pyrodigal's gene calls of every
+# genome in one job (a process per core, a genome a task; its log gives each genome's genes and seconds and
+# the genomes per hour), their proteins pooled as the search's targets (get_sequences: GENOME_PROTEINS), so
+# each search job takes a shard of every genome's proteins, not one genome; after the merge, the pooled hits
+# are split back per genome: each genome's pfam_scan table and GFF3 (CDS and Pfam domains on its contigs),
+# and a summary over all genomes in the report.
+
+
+def genome_sources():
+    """The genome files, and the sample sheet where config genomes names one (a folder is read when the run starts)."""
+    sheet = _input_path(config["genomes"])
+    return [*GENOMES.values(), *([] if os.path.isdir(sheet) else [sheet])]
+
+
+def gene_args():
+    """pyrodigal's settings (config gene_calling) as genes' arguments."""
+    g = config.get("gene_calling") or {}
+    args = ["--mode", g.get("mode", "auto"), "--translation-table", g.get("translation_table", 11),
+            "--single-min-bp", g.get("single_min_bp", 100000)]
+    return [str(a) for a in args] + (["--closed"] if g.get("closed") else [])
+
+
+def genome_z_per():
+    """Z of the per-genome tables (config genome_z): genome or pool; auto: genome where model cutoffs set the
+    thresholds (bit scores: each genome's reported domains are the pool's, only E-values differ), else pool."""
+    z = config.get("genome_z", "auto")
+    if z == "auto":
+        return "genome" if get_cut() else "pool"
+    if z == "genome" and not get_cut():
+        sys.exit("hmmcascade: error: config genome_z: genome needs model cutoffs (preset pfam or thresholds.cut):"
+                 " with E-value thresholds a genome alone reports hits the pool's Z left out; use genome_z: pool")
+    return z
+
+
+if GENOMES:
+    GENOME_Z_PER = genome_z_per()
+
+    rule call_genes:
+        input:
+            genomes=genome_sources(),
+        output:
+            proteins=GENOME_PROTEINS,
+            genes="results/genomes/genes.tsv",
+            meta="results/genomes/genomes.json",
+            faa=[f"results/genomes/{s}/{s}.faa" for s in GENOMES],
+        params:
+            py=PY,
+            genomes=_input_path(config["genomes"]),
+            outdir=lambda wildcards, output: os.path.dirname(output.genes),
+            settings=gene_args(),
+        conda:
+            ENV
+        log:
+            "logs/call_genes/genes.log",
+        # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
+        benchmark:
+            "logs/benchmarks/call_genes.tsv"
+        # a genome per process, on every core: the gene calls come before any search
+        threads: total_cores()
+        shell:
+            "{params.py} -m hmmcascade genes {params.genomes:q} --outdir {params.outdir:q}"
+            " --proteins {output.proteins:q} --genes {output.genes:q} --meta {output.meta:q}"
+            " {params.settings:q} --cpu {threads} 2> {log:q}"
+
+    rule split_genomes:
+        input:
+            hits="results/hits.parquet",
+            genes="results/genomes/genes.tsv",
+            meta="results/genomes/genomes.json",
+            targets="results/prepared/sequences.json",
+            dat=get_pfam_dat(),
+        output:
+            summary=report("results/genomes/summary.tsv", caption="../report/genomes.rst", category="Genomes"),
+            pfamscan=[f"results/genomes/{s}/{s}.pfam_scan.tsv" for s in GENOMES],
+            gff3=[f"results/genomes/{s}/{s}.gff3" for s in GENOMES],
+        params:
+            py=PY,
+            outdir=lambda wildcards, output: os.path.dirname(output.summary),
+            z=z_args("results/prepared/sequences.json"),
+            z_per=GENOME_Z_PER,
+            thresholds=threshold_args(),
+            dat=pfam_dat_arg,
+            annotation=annotation_args(),
+        conda:
+            ENV
+        log:
+            "logs/split_genomes/split.log",
+        benchmark:
+            "logs/benchmarks/split_genomes.tsv"
+        threads: 1
+        shell:
+            "{params.py} -m hmmcascade split-genomes {input.hits:q} --genes {input.genes:q} --meta {input.meta:q}"
+            " --outdir {params.outdir:q} --summary {output.summary:q} --z-per {params.z_per:q} {params.z:q}"
+            " {params.dat:q} {params.annotation:q} {params.thresholds:q} 2> {log:q}"
