@@ -17,11 +17,14 @@ if ! .venv/bin/python -m hmmcascade devices --check >/dev/null 2>&1; then
     fi
 fi
 # the tests check GFF3 with genometools' gt gff3validator and the main output against Debian's hmmsearch
-# (each skipped without it)
+# (each skipped without it), and run the workflow on a one-node SLURM cluster of Debian's slurm-wlm and
+# munge (tests/test_slurm.py: skipped without them only when not root)
 case ",$extras," in *,test,*)
     missing=""
     command -v gt >/dev/null 2>&1 || missing="$missing genometools"
     command -v hmmsearch >/dev/null 2>&1 || missing="$missing hmmer"
+    [ -x /usr/sbin/slurmctld ] || command -v slurmctld >/dev/null 2>&1 || missing="$missing slurm-wlm"
+    [ -x /usr/sbin/munged ] || command -v munged >/dev/null 2>&1 || missing="$missing munge"
     if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing$missing for the tests" >&2
         apt-get update -qq >/dev/null 2>&1 || true
