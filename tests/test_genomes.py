@@ -20,7 +20,7 @@ import pytest
 from Bio import SeqIO
 from Bio.Seq import Seq
 
-from hmmcascade.genome_split import genome_span
+from hmmcascade.genome_split import SCAN_ROW_GROUPS, genome_span
 from hmmcascade.genomes import GenomeInputError, genome_inputs, read_contigs, read_gene_table
 from test_workflow import RESOURCES, _config, _snakemake
 
@@ -248,6 +248,70 @@ def test_split_genomes_equals_pyhmmer_per_genome_and_pool(tmp_path):
         assert sum(int(r[6]) for r in summary[1:]) == domains
     run = _hmmcascade(*split, "--z-per", "genome")
     assert run.returncode == 1 and "Z per genome needs model cutoffs" in run.stderr and run.stderr.count("\n") == 1
+    # each genome's proteins from the pooled FASTA (the workflow's way): the bytes genes --outdir wrote
+    out2 = tmp_path / "out2"
+    run = _hmmcascade("split-genomes", hits, "--proteins", out / "proteins.faa", "--genes", out / "genes.tsv", "--meta",
+                      out / "genomes.json", "--outdir", out2, "--summary", out2 / "summary.tsv", "-Z", Z, "--z-per", "pool")
+    assert run.returncode == 0, run.stderr
+    for sample in ("KK037166", "NCTC11397_100kb", "SAMEA104415756"):
+        assert (out2 / sample / f"{sample}.faa").read_bytes() == (out / sample / f"{sample}.faa").read_bytes(), sample
+    run = _hmmcascade("split-genomes", hits, "--proteins", out / "genes.tsv", "--genes", out / "genes.tsv", "--meta",
+                      out / "genomes.json", "--outdir", out2, "--summary", out2 / "summary.tsv", "-Z", Z, "--z-per", "pool")
+    assert run.returncode == 1 and "not the pooled proteins" in run.stderr and run.stderr.count("\n") == 1
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_split_genomes_in_processes_equals_one_process(tmp_path):
+    """split-genomes --cpu 2 on the hits cut into a folder of three hit files of one-hit row groups (many scan
+    tasks, each genome's rows in several spool files) writes the same bytes as --cpu 1 on the search's one hit
+    file: every genome's pfam_scan table and GFF3 and the summary; with Z per genome or per pool, with Pfam-A.hmm.dat
+    families (types, GA cutoffs, clan overlaps resolved, a nested pair) and --significant-only."""
+    import pyarrow.parquet as pq
+
+    folder = _genomes(tmp_path / "g")
+    genes = tmp_path / "genes"
+    assert _call(folder, genes).returncode == 0
+    Z = len(read_gene_table(genes / "genes.tsv"))
+    with pyhmmer.plan7.HMMFile(MODELS) as fh:
+        names = [(h.name, h.accession) for h in fh]
+    dat = tmp_path / "Pfam-A.hmm.dat"
+    dat.write_text("".join(
+        f"# STOCKHOLM 1.0\n#=GF ID   {name}\n#=GF AC   {acc}\n#=GF GA   {18 + i % 5}.00; {16 + i % 7}.00;\n"
+        f"#=GF TP   {('Domain', 'Family', 'Repeat')[i % 3]}\n#=GF ML   100\n"
+        + (f"#=GF NE   {names[i + 1][0]}\n" if i % 6 == 0 else "") + (f"#=GF CL   CL{i % 4:04d}\n" if i % 5 else "")
+        + "//\n" for i, (name, acc) in enumerate(names)))
+    runs = 0
+    for cut in (True, False):
+        hits = tmp_path / f"hits{cut}.parquet"
+        run = _hmmcascade("search", MODELS, genes / "proteins.faa", "-o", "/dev/null", "--hits", hits, "--quiet",
+                          *(["--cut_ga"] if cut else []))
+        assert run.returncode == 0, run.stderr
+        table = pq.read_table(hits)
+        parts = tmp_path / f"parts{cut}.parquet"
+        parts.mkdir()
+        third = -(-table.num_rows // 3)
+        for k in range(3):
+            pq.write_table(table.slice(k * third, third), parts / f"part{k:03d}.parquet", row_group_size=1)
+        assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in parts.iterdir()) > SCAN_ROW_GROUPS
+        for options in ([["--z-per", "genome", "--cut_ga"], ["--z-per", "genome", "--cut_ga", "--pfam-dat", dat]]
+                        if cut else [["--z-per", "pool"], ["--z-per", "pool", "--pfam-dat", dat, "--significant-only"]]):
+            trees = []
+            for cpu, source in ((1, hits), (2, parts)):
+                out = tmp_path / f"out{runs}_{cpu}"
+                run = _hmmcascade("split-genomes", source, "--genes", genes / "genes.tsv", "--meta",
+                                  genes / "genomes.json", "--outdir", out, "--summary", out / "summary.tsv", "-Z", Z,
+                                  "--cpu", cpu, *options)
+                assert run.returncode == 0, run.stderr
+                assert f"with {cpu} processes" in run.stderr.splitlines()[-1]
+                trees.append(_tree(out))
+            assert len(trees[0]) == 7 and trees[0] == trees[1], options
+            domains = [line for p, text in trees[0].items() if p.endswith(".pfam_scan.tsv")
+                       for line in text.decode().splitlines() if line and not line.startswith("#")]
+            assert len(domains) >= 5, options
+            runs += 1
 
 
 def test_workflow_over_a_folder_of_genomes(tmp_path):

@@ -22,7 +22,8 @@ def add_genome_parsers(sub) -> None:
                                    "sheet: sample<TAB>path) with pyrodigal, in parallel; write each genome's proteins, "
                                    "the pooled proteins (<sample>|<contig>_<n>), the gene table and a JSON summary.")
     s.add_argument("genomes", help="folder of nucleotide FASTA files (gzipped or not) or a TSV sample sheet")
-    s.add_argument("--outdir", required=True, help="each genome's proteins go to OUTDIR/<sample>/<sample>.faa")
+    s.add_argument("--outdir", help="also each genome's proteins in OUTDIR/<sample>/<sample>.faa (split-genomes "
+                                    "--proteins writes them from the pooled FASTA)")
     s.add_argument("--proteins", required=True, help="the pooled protein FASTA")
     s.add_argument("--genes", required=True, help="the gene table (TSV: a line per gene)")
     s.add_argument("--meta", required=True, help="JSON: per genome its mode, contigs, genes and seconds")
@@ -42,10 +43,14 @@ def add_genome_parsers(sub) -> None:
     s.add_argument("--meta", required=True, help="genes' JSON")
     s.add_argument("--outdir", required=True, help="OUTDIR/<sample>/<sample>.pfam_scan.tsv and .gff3")
     s.add_argument("--summary", required=True, help="a line per genome (TSV): genes, genes with domains, families")
+    s.add_argument("--proteins", help="genes' pooled FASTA: also each genome's proteins, OUTDIR/<sample>/<sample>.faa")
     s.add_argument("--z-per", choices=("genome", "pool"), default="genome",
                    help="E-values per genome (Z: its proteins; needs --cut_*) or of the pool (default genome)")
     s.add_argument("--pfam-dat", help="Pfam-A.hmm.dat(.gz): family types, clans (clan overlaps resolved)")
     s.add_argument("--significant-only", action="store_true", help="only significant domains (pfam_scan's default)")
+    s.add_argument("--cpu", type=int, default=1, metavar="N",
+                   help="processes: the hits are read and the genomes written side by side (default 1; 0: the CPUs "
+                        "usable)")
     add_thresholds(s)
     s.set_defaults(func=cmd_split_genomes)
 
@@ -83,6 +88,9 @@ def cmd_split_genomes(args) -> int:
         raise InputError(f"{args.meta}: genes' JSON not found") from None
     except (ValueError, KeyError, TypeError):
         raise InputError(f"{args.meta}: not the JSON of hmmcascade genes") from None
+    if args.cpu < 0:
+        raise ValueError(f"Option --cpu takes integer arg in range n>=0; got {args.cpu}")
     split_genomes(args.hits, args.genes, meta, th, Z, outdir=args.outdir, summary=args.summary, z_mode=args.z_per,
-                  families=read_families(args), significant_only=args.significant_only)
+                  families=read_families(args), significant_only=args.significant_only,
+                  workers=args.cpu or len(os.sched_getaffinity(0)), proteins=args.proteins)
     return 0

@@ -540,6 +540,16 @@ class HitFile:
         picks = sorted({g * n // groups for g in range(groups)}) if n > groups else range(n)
         return [v for g in picks if self._ranges[g][2] for v in self._read(g, [name]).column(0).to_pylist()]
 
+    @property
+    def row_groups(self) -> int:
+        """Row groups of all files, in file order (numbered from 0 for :meth:`read_row_group`)."""
+        return len(self._ranges)
+
+    def read_row_group(self, g: int, columns=None):
+        """Row group ``g`` as an Arrow table, of ``columns`` only where given (a domain's field:
+        ``domains.list.element.<field>``)."""
+        return self._read(g, columns)
+
     def _read(self, g: int, columns=None):
         pa, _ = _pa()
         f, group = self._groups[g]

@@ -1,9 +1,9 @@
 """A pooled search's hits cut back into one set of outputs per genome (:mod:`hmmcascade.genomes`).
 
 The proteins of all genomes were searched together (one search per shard, not per genome) and
-merged as one search (Z: all proteins).  :func:`split_genomes` reads the merged hit file a block
-of models at a time, gives each hit to its genome (the pooled protein name's sample, found in the
-gene table), and writes for each genome, under ``<outdir>/<sample>/``:
+merged as one search (Z: all proteins).  :func:`split_genomes` gives each hit to its genome (the
+pooled protein name's sample, its protein found in that genome's lines of the gene table) and writes
+for each genome, under ``<outdir>/<sample>/``:
 
 * ``<sample>.pfam_scan.tsv``: pfam_scan.pl's table (:class:`~hmmcascade.annotate.AnnotationStream`),
   the proteins under their genome's own names (``<contig>_<n>``, as in ``<sample>.faa``);
@@ -25,34 +25,59 @@ as HMMER does (:func:`~hmmcascade.reporting.threshold_hits`).  That needs bit-sc
 not depend on Z): with E-value thresholds a genome alone would report hits that the pool's larger Z
 left out, so ``genome`` is refused there.  ``z="pool"``: the merged search's own E-values (Z all
 proteins of all genomes).
+
+**In processes** (``workers``).  Two rounds of tasks, in a pool of processes: a *scan* task reads
+:data:`SCAN_ROW_GROUPS` row groups of the hit file, only the columns the tables need (no alignment
+text, no Hit objects), and writes a spool file (Arrow IPC, beside the outputs, removed at the end):
+a row per listed domain with its hit's fields, sorted by genome, each genome's rows in the file's
+order; then a task per genome reads its rows of every spool file (memory-mapped slices) and its
+lines of the gene table, and writes its tables.  Each genome's domains reach the same
+:func:`~hmmcascade.annotate.unit_annotations` in the same order as in one process, so the outputs
+are the same bytes whatever ``workers``.  Memory: the main process holds the calls' JSON and a few
+numbers per genome; a worker, one scan task's columns (at most ``SCAN_ROW_GROUPS`` x 8,192 hits) or
+one genome's domains.  Disk: the spool, about 150 bytes per listed domain.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
+from itertools import starmap
 from pathlib import Path
 
 import numpy as np
 
 from .annotate import AnnotationStream, DomainUnit, thresholds_note, unit_annotations
 from .columnar import HitFile
-from .genomes import read_gene_table
+from .genomes import GENE_COLUMNS, GenomeInputError
 from .io import InputError
-from .reporting import threshold_hits
 
-__all__ = ["SUMMARY_COLUMNS", "Z_MODES", "genome_span", "split_genomes"]
+__all__ = ["SCAN_ROW_GROUPS", "SUMMARY_COLUMNS", "Z_MODES", "genome_span", "split_genomes"]
 
 Z_MODES = ("genome", "pool")
 #: the summary table's columns: a line per genome
 SUMMARY_COLUMNS = ("sample", "mode", "contigs", "bases", "genes", "genes_with_domains", "domains", "families", "Z",
                    "top_families")
-#: models' hits per block read (a model's hits stay in one block)
-BLOCK_HITS = 50_000
+#: row groups of the hit file per scan task (of :data:`~hmmcascade.columnar.ROW_GROUP_HITS` hits each): what one
+#: task holds of the hits at once
+SCAN_ROW_GROUPS = 8
 TOP_FAMILIES = 10
+#: the hit file's columns the split reads: a hit's, then its domains'
+_HIT_COLUMNS = ("model", "model_name", "model_acc", "model_length", "target_name", "target_length", "score",
+                "included", "reported", "noverlaps")
+_DOMAIN_COLUMNS = ("env_from", "env_to", "score", "i_evalue", "lnP", "included", "hmm_from", "hmm_to", "ali_from",
+                   "ali_to", "reported")
+#: the hit fields of a spool row, then its domain's (with :data:`_HIT_COLUMNS` and :data:`_DOMAIN_COLUMNS`, the
+#: fields of :class:`~hmmcascade.annotate.DomainUnit` in its order), then ``listed``
+_SPOOL_HIT = _HIT_COLUMNS[:8]
+_SPOOL_DOMAIN = _DOMAIN_COLUMNS[:4] + _DOMAIN_COLUMNS[5:10]
 
 
 def genome_span(begin: int, end: int, strand: str, aa_from: int, aa_to: int) -> tuple[int, int]:
@@ -63,48 +88,164 @@ def genome_span(begin: int, end: int, strand: str, aa_from: int, aa_to: int) -> 
     return end - 3 * aa_to + 1, end - 3 * (aa_from - 1)
 
 
-def _blocks(counts: np.ndarray, block_hits: int) -> list[tuple[int, int]]:
-    """Consecutive model ranges of at most ``block_hits`` hits (or one model's)."""
-    out, lo, n = [], 0, 0
-    for m, c in enumerate(counts.tolist()):
-        if n and n + c > block_hits:
-            out.append((lo, m))
-            lo, n = m, 0
-        n += c
-    if n:
-        out.append((lo, len(counts)))
-    return out
+@dataclass(frozen=True)
+class _Split:
+    """What every task of one split reads (given once to each worker process)."""
+
+    hits_path: str
+    gene_table: str
+    spool: str  #: the folder of the scan's spool files (``<task>.arrow``)
+    samples: tuple  #: the calls' samples, in their order (a genome's number: its place here)
+    gene_bytes: tuple  #: per sample: (offset, size) of its lines in the gene table
+    Z: tuple  #: per sample: its tables' Z
+    calls: dict  #: the calls' JSON's genomes
+    z_mode: str
+    th: object
+    families: dict | None
+    significant_only: bool
+    outdir: str
+    gff3_head: str  #: the GFF3 head's comment, up to the genome's mode
+    translation_table: int  #: single mode's (the calls' settings)
+    listed: str  #: which domains the tables list, in words
+    source: str  #: the CDS features' source column
+    proteins: str | None = None  #: the pooled FASTA, whose slices (the calls' ``faa_bytes``) become each ``.faa``
 
 
-def _genome_units(hits_path: str, genes: dict[str, dict], sizes: dict[str, int], th, z_mode: str,
-                  block_hits: int) -> dict[str, dict[str, list[DomainUnit]]]:
-    """{sample: {protein (the genome's own name): its reported domains}} of the merged hits."""
-    hf = HitFile(hits_path)
-    units: dict[str, dict[str, list[DomainUnit]]] = {s: {} for s in sizes}
-    if hf.rows == 0:
-        return units
-    for lo, hi in _blocks(hf.model_counts(hf.last_model + 1), block_hits):
-        per_genome: dict[str, list] = {}
-        for h in hf.read_models(lo, hi):
-            gene = genes.get(h.target_name)
-            if gene is None:
-                raise InputError(f"{hits_path}: target {h.target_name!r} is not in the gene table")
-            per_genome.setdefault(gene["sample"], []).append(h)
-        for sample, hits in per_genome.items():
-            if z_mode == "genome":
-                threshold_hits(hits, th, float(sizes[sample]))
-            cut = len(sample) + 1
-            proteins = units[sample]
-            for h in hits:
-                if not h.reported:
-                    continue
-                name = h.target_name[cut:]
-                for d in h.domains:
-                    if d.reported:
-                        proteins.setdefault(name, []).append(DomainUnit(
-                            h.model, h.model_name, h.model_acc, h.model_length, name, h.target_length, h.score,
-                            h.included, d.env_from, d.env_to, d.score, d.i_evalue, d.included, d.hmm_from,
-                            d.hmm_to, d.ali_from, d.ali_to))
+_WORKER: dict = {}  #: this process's split (``split``), its hit file and spool tables once opened
+
+
+def _start_worker(split: _Split) -> None:
+    _WORKER.clear()
+    _WORKER["split"] = split
+
+
+def _hit_file() -> HitFile:
+    if "hits" not in _WORKER:
+        _WORKER["hits"] = HitFile(_WORKER["split"].hits_path)
+    return _WORKER["hits"]
+
+
+def _scan(task: tuple[int, int, int]) -> np.ndarray:
+    """Row groups ``first <= g < last`` of the hit file into spool file ``part``: a row per listed domain (a
+    reported domain of a reported hit, E-values and flags as the genome's tables give them) with its hit's
+    fields, and a row per hit without one (``listed`` false: its target is only checked), rows sorted by genome
+    (stably: each genome's listed domains in the file's order).  Returns each genome's first row and the end
+    (length: genomes + 1)."""
+    import pyarrow as pa
+
+    split = _WORKER["split"]
+    first, last, part = task
+    hf = _hit_file()
+    columns = [*_HIT_COLUMNS, *(f"domains.list.element.{n}" for n in _DOMAIN_COLUMNS)]
+    samples = pa.array(split.samples, type=pa.string())
+    Z = np.asarray(split.Z, dtype=np.float64)
+    pieces = [_spool_rows(table, samples, Z, split) for table in (hf.read_row_group(g, columns)
+                                                                  for g in range(first, last)) if table.num_rows]
+    genome = np.concatenate([p[0] for p in pieces]) if pieces else np.empty(0, dtype=np.int64)
+    table = pa.concat_tables([p[1] for p in pieces]) if pieces else None
+    order = np.argsort(genome, kind="stable")
+    with pa.OSFile(os.path.join(split.spool, f"{part}.arrow"), "wb") as sink:
+        if table is not None:
+            table = table.take(pa.array(order))
+            with pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+    offsets = np.zeros(len(split.samples) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(genome, minlength=len(split.samples)), out=offsets[1:])
+    return offsets
+
+
+def _spool_rows(table, samples, Z: np.ndarray, split: _Split) -> tuple:
+    """(genome of each row, the spool rows) of one row group (see :func:`_scan`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = table.column("target_name").combine_chunks()
+    genome = pc.index_in(pc.list_element(pc.split_pattern(names, pattern="|", max_splits=1), 0), value_set=samples)
+    if genome.null_count:
+        bad = names[pc.index(pc.is_null(genome), True).as_py()].as_py()
+        raise InputError(f"{split.hits_path}: target {bad!r} is not in the gene table")
+    genome = genome.to_numpy(zero_copy_only=False).astype(np.int64)
+    lists = table.column("domains").combine_chunks()
+    offsets = lists.offsets.to_numpy()
+    struct = lists.flatten()
+    dom = {n: pc.struct_field(struct, n).to_numpy(zero_copy_only=False) for n in _DOMAIN_COLUMNS}
+    hit_reported = table.column("reported").to_numpy()
+    n = table.num_rows
+    dh = np.repeat(np.arange(n), np.diff(offsets))  # (each domain's hit)
+    reported = dom["reported"].copy()
+    if split.z_mode == "genome":  # (the genome's own thresholding: threshold_hits' with model cutoffs)
+        _hide_duplicates(reported, offsets - offsets[0], table.column("noverlaps").to_numpy(), dom)
+    listed = np.flatnonzero(reported & hit_reported[dh])
+    hits = dh[listed]
+    if split.z_mode == "genome":  # (E-values of the genome alone: exp(lnP) * its Z, as threshold_hits)
+        i_evalue = np.fromiter(map(math.exp, dom["lnP"][listed].tolist()), dtype=np.float64,
+                               count=len(listed)) * Z[genome[hits]]
+    else:
+        i_evalue = dom["i_evalue"][listed]
+    bare = np.flatnonzero(np.bincount(hits, minlength=n) == 0)
+    rows = pa.array(np.concatenate([hits, bare]))
+    columns = [table.column(name).take(rows) for name in _SPOOL_HIT]
+    for name in _SPOOL_DOMAIN:
+        values = i_evalue if name == "i_evalue" else dom[name][listed]
+        columns.append(pa.array(np.concatenate([values, np.zeros(len(bare), dtype=values.dtype)])))
+    columns.append(pa.array(np.arange(len(listed) + len(bare)) < len(listed)))
+    spooled = pa.Table.from_arrays(columns, names=[*DomainUnit._fields, "listed"])
+    return np.concatenate([genome[hits], genome[bare]]), spooled
+
+
+def _hide_duplicates(reported: np.ndarray, offsets: np.ndarray, noverlaps: np.ndarray, dom: dict) -> None:
+    """threshold_hits' workaround_bug_h74 on the hits with overlapping envelopes: of two domains with the same
+    alignment coordinates, the lower-scoring one (the later where equal) is not reported."""
+    for t in np.flatnonzero(noverlaps).tolist():
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        ali_from, ali_to = dom["ali_from"][lo:hi].tolist(), dom["ali_to"][lo:hi].tolist()
+        score = dom["score"][lo:hi].tolist()
+        for a in range(hi - lo):
+            for b in range(a + 1, hi - lo):
+                if ali_from[a] == ali_from[b] and ali_to[a] == ali_to[b]:
+                    reported[lo + (b if score[a] >= score[b] else a)] = False
+
+
+def _spool_table(part: int):
+    """Spool file ``part`` (memory-mapped, once per process)."""
+    import pyarrow as pa
+
+    tables = _WORKER.setdefault("spools", {})
+    if part not in tables:
+        with pa.ipc.open_file(pa.memory_map(os.path.join(_WORKER["split"].spool, f"{part}.arrow"))) as reader:
+            tables[part] = reader.read_all()
+    return tables[part]
+
+
+def _gene_rows(split: _Split, k: int) -> list[dict]:
+    """Genome ``k``'s lines of the gene table, as :func:`~hmmcascade.genomes.read_gene_table` reads them."""
+    offset, size = split.gene_bytes[k]
+    with open(split.gene_table, "rb") as fh:
+        fh.seek(offset)
+        lines = fh.read(size).decode("utf-8", "surrogateescape").split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return [dict(zip(GENE_COLUMNS, line.split("\t"))) for line in lines]
+
+
+def _genome_units(split: _Split, k: int, parts: list, genes: list[dict]) -> dict[str, list[DomainUnit]]:
+    """{protein (the genome's own name): its listed domains, in the file's order} of genome ``k``, from its rows
+    in the spool files (``parts``: (part, first row, end))."""
+    sample = split.samples[k]
+    proteins = {g["protein"] for g in genes}
+    cut = len(sample) + 1
+    units: dict[str, list[DomainUnit]] = {}
+    for part, lo, hi in parts:
+        table = _spool_table(part).slice(lo, hi - lo)
+        names = table.column("target_name").to_pylist()
+        if not proteins.issuperset(names):
+            bad = next(name for name in names if name not in proteins)
+            raise InputError(f"{split.hits_path}: target {bad!r} is not in the gene table")
+        table = table.filter(table.column("listed"))
+        columns = [table.column(name).to_pylist() for name in DomainUnit._fields]
+        columns[4] = [name[cut:] for name in columns[4]]
+        for u in starmap(DomainUnit, zip(*columns)):
+            units.setdefault(u.target_name, []).append(u)
     return units
 
 
@@ -120,11 +261,28 @@ def _escape(text: str, unsafe: re.Pattern) -> str:
 _PFAM_ACC = re.compile(r"PF\d{5}")
 
 
+def _match_attributes(hmm_name: str, hmm_acc: str, family_type: str, clan: str) -> tuple[str, str, str]:
+    """A model's parts of a protein_match's attributes: ``Name`` and ``Target``'s name; ``Dbxref`` and
+    ``accession`` (after Target's coordinates); ``type`` and ``clan`` (last)."""
+    name = _escape(hmm_name, _UNSAFE_ATTR)
+    pfam = _PFAM_ACC.match(hmm_acc)
+    middle = (f";Dbxref=Pfam:{pfam.group(0)}" if pfam else "") + (
+        f";accession={_escape(hmm_acc, _UNSAFE_ATTR)}" if hmm_acc != "-" else "")
+    last = (f";type={_escape(family_type, _UNSAFE_ATTR)}" if family_type != "-" else "") + (
+        f";clan={_escape(clan, _UNSAFE_ATTR)}" if clan != "No_clan" else "")
+    return f"Name={name};Target={name.replace(' ', '%20')}", middle, last
+
+
 def _gff3_lines(sample_genes: list[dict], contigs: list, annotations: dict, source: str) -> list[str]:
     lines = [f"##sequence-region {_escape(name, _UNSAFE_SEQID)} 1 {length}" for name, length in contigs if length]
+    seqids: dict[str, str] = {}
+    models: dict[tuple, tuple[str, str, str]] = {}  # (a model's attributes, made once)
     for g in sample_genes:
-        seqid = _escape(g["contig"], _UNSAFE_SEQID)
-        gene_id = _escape(f"{g['contig']}_{g['gene']}", _UNSAFE_ATTR)
+        contig = g["contig"]
+        seqid = seqids.get(contig)
+        if seqid is None:
+            seqid = seqids[contig] = _escape(contig, _UNSAFE_SEQID)
+        gene_id = _escape(f"{contig}_{g['gene']}", _UNSAFE_ATTR)
         attrs = [f"ID={gene_id}", f"Name={gene_id}", f"partial={g['partial']}", f"start_type={g['start_type']}",
                  f"rbs_motif={g['rbs_motif']}", f"rbs_spacer={g['rbs_spacer']}", f"gc_cont={g['gc_cont']}",
                  f"conf={g['confidence']}", f"score={g['score']}", f"cscore={g['cscore']}", f"sscore={g['sscore']}",
@@ -133,33 +291,139 @@ def _gff3_lines(sample_genes: list[dict], contigs: list, annotations: dict, sour
         begin, end, strand = int(g["begin"]), int(g["end"]), g["strand"]
         lines.append("\t".join([seqid, source, "CDS", str(begin), str(end), "%.1f" % float(g["score"]), strand, "0",
                                 ";".join(attrs)]))
-        for k, a in enumerate(annotations.get(f"{g['contig']}_{g['gene']}", ()), 1):
+        for k, a in enumerate(annotations.get(f"{contig}_{g['gene']}", ()), 1):
             start, stop = genome_span(begin, end, strand, a.ali_from, a.ali_to)
-            name = _escape(a.hmm_name, _UNSAFE_ATTR)
-            column9 = [f"ID={gene_id}.domain{k}", f"Parent={gene_id}", f"Name={name}",
-                       f"Target={name.replace(' ', '%20')} {a.hmm_from} {a.hmm_to}"]
-            pfam = _PFAM_ACC.match(a.hmm_acc)
-            if pfam:
-                column9.append(f"Dbxref=Pfam:{pfam.group(0)}")
-            if a.hmm_acc != "-":
-                column9.append(f"accession={_escape(a.hmm_acc, _UNSAFE_ATTR)}")
-            column9.append(f"evalue={a.evalue:.2g};protein_start={a.ali_from};protein_end={a.ali_to};"
-                           f"env_start={a.env_from};env_end={a.env_to};hmm_length={a.hmm_length};"
-                           f"significant={int(a.significant)}")
-            if a.type != "-":
-                column9.append(f"type={_escape(a.type, _UNSAFE_ATTR)}")
-            if a.clan != "No_clan":
-                column9.append(f"clan={_escape(a.clan, _UNSAFE_ATTR)}")
-            lines.append("\t".join([seqid, "hmmcascade", "protein_match", str(start), str(stop), "%.1f" % a.bits,
-                                    strand, ".", ";".join(column9)]))
+            key = (a.hmm_name, a.hmm_acc, a.type, a.clan)
+            model = models.get(key)
+            if model is None:
+                model = models[key] = _match_attributes(*key)
+            lines.append(f"{seqid}\thmmcascade\tprotein_match\t{start}\t{stop}\t{a.bits:.1f}\t{strand}\t.\t"
+                         f"ID={gene_id}.domain{k};Parent={gene_id};{model[0]} {a.hmm_from} {a.hmm_to}{model[1]};"
+                         f"evalue={a.evalue:.2g};protein_start={a.ali_from};protein_end={a.ali_to};"
+                         f"env_start={a.env_from};env_end={a.env_to};hmm_length={a.hmm_length};"
+                         f"significant={int(a.significant)}{model[2]}")
     return lines
 
 
+def _write_genome(task: tuple[int, list]) -> tuple[dict, str]:
+    """Genome ``k``'s pfam_scan table and GFF3 from its spool rows (``parts``); returns its summary row and
+    its log line."""
+    from .outfiles import OutputSet, open_output, output_folder
+
+    split = _WORKER["split"]
+    k, parts = task
+    sample = split.samples[k]
+    info = split.calls[sample]
+    genes = _gene_rows(split, k)
+    Z = split.Z[k]
+    note = thresholds_note(split.th, Z)
+    annotations = [a for a in unit_annotations(_genome_units(split, k, parts, genes), split.families)
+                   if a.significant or not split.significant_only]
+    by_protein: dict[str, list] = {}
+    for a in annotations:
+        by_protein.setdefault(a.seq_id, []).append(a)
+    folder = output_folder(Path(split.outdir) / sample)
+    pfamscan, gff3 = folder / f"{sample}.pfam_scan.tsv", folder / f"{sample}.gff3"
+    if split.proteins is not None:  # the genome's proteins under its own names: its records, "<sample>|" cut
+        offset, size = info["faa_bytes"]
+        with open(split.proteins, "rb") as fh:
+            fh.seek(offset)
+            records = fh.read(size)
+        tag = sample.encode() + b"|"
+        if len(records) != size or (size and not records.startswith(b">" + tag)):
+            raise InputError(f"{split.proteins}: not the pooled proteins of the gene calls (genome {sample})")
+        body = records.replace(b"\n>" + tag, b"\n>")
+        with OutputSet({"faa": folder / f"{sample}.faa"}), open_output(folder / f"{sample}.faa") as fh:
+            fh.write((b">" + body[1 + len(tag):] if size else b"").decode("ascii"))
+    with OutputSet({"pfam_scan": pfamscan, "gff3": gff3}):
+        with open_output(pfamscan) as fh:  # (its id column as wide as the widest id written, as pfam_scan's)
+            stream = AnnotationStream("pfamscan", split.families, significant_only=split.significant_only, note=note,
+                                      name_width=max([1, *map(len, by_protein)]))
+            stream.start(fh)
+            stream.add(annotations)
+            stream.close()
+        with open_output(gff3) as fh:
+            table = "" if info["mode"] == "meta" else f", translation table {split.translation_table}"
+            head = ["##gff-version 3", f"{split.gff3_head} ({info['mode']} mode{table}); {split.listed}; "
+                                       f"thresholds: {note}"]
+            fh.write("\n".join(head + _gff3_lines(genes, info["contigs"], by_protein, split.source)) + "\n")
+    families_seen = Counter(a.hmm_name for a in annotations)
+    top = sorted(families_seen.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FAMILIES]
+    row = {"sample": sample, "mode": info["mode"], "contigs": len(info["contigs"]), "bases": info["bases"],
+           "genes": info["genes"], "genes_with_domains": len(by_protein), "domains": len(annotations),
+           "families": len(families_seen), "Z": f"{Z:g}",
+           "top_families": ", ".join(f"{name} ({n})" for name, n in top) or "-"}
+    return row, (f"{sample}: {info['genes']} genes, {len(by_protein)} with domains, {len(annotations)} domains "
+                 f"(Z = {Z:g})")
+
+
+def _gene_bytes(path: str, calls: dict) -> tuple:
+    """Per sample of the calls, in their order: (offset, size) of its lines in the gene table (a genome's
+    lines together, as genes writes them), checked to be the calls' genes.
+
+    Raises:
+        GenomeInputError, InputError: one line naming the file.
+    """
+    runs: dict[str, list[int]] = {}
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise GenomeInputError(f"{path}: gene table not found") from None
+    with fh:
+        head = fh.readline()
+        if tuple(head.rstrip(b"\n").decode("utf-8", "surrogateescape").split("\t")) != GENE_COLUMNS:
+            raise GenomeInputError(f"{path}: not a gene table of hmmcascade genes (its columns differ)")
+        offset, last, run = len(head), None, None
+        for n, line in enumerate(fh, 2):
+            fields = line.split(b"\t", 2)
+            if len(fields) < 3:
+                raise GenomeInputError(f"{path}: line {n}: not a line of a gene table of hmmcascade genes")
+            if fields[1] != last:
+                last, sample = fields[1], fields[1].decode("utf-8", "surrogateescape")
+                if sample in runs:
+                    raise GenomeInputError(f"{path}: line {n}: sample {sample!r} again after other samples' genes "
+                                           "(genes writes a genome's genes together)")
+                run = runs[sample] = [offset, 0, 0]
+            run[1] += len(line)
+            run[2] += 1
+            offset += len(line)
+    if set(runs) - set(calls) or any(calls[s]["genes"] != runs.get(s, (0, 0, 0))[2] for s in calls):
+        raise InputError(f"{path}: the gene table does not hold the genes of the calls' JSON")
+    return tuple(tuple(runs[s][:2]) if s in runs else (0, 0) for s in calls)
+
+
+class _Tasks:
+    """``map`` in ``workers`` processes, each given the split once (or in this process: ``workers`` 1), results
+    in the tasks' order; after an error, the tasks not yet started are dropped."""
+
+    def __init__(self, workers: int, split: _Split):
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.pool = None
+        if workers > 1:
+            self.pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(split,))
+        else:
+            _start_worker(split)
+
+    def __enter__(self):
+        return self
+
+    def map(self, fn, tasks):
+        return self.pool.map(fn, tasks) if self.pool is not None else map(fn, tasks)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=exc_type is not None)
+        _WORKER.clear()
+        return False
+
+
 def split_genomes(hits_path, gene_table, meta: dict, th, pool_Z: float, *, outdir, summary, z_mode: str = "genome",
-                  families=None, significant_only: bool = False, block_hits: int = BLOCK_HITS,
+                  families=None, significant_only: bool = False, workers: int = 1, proteins=None,
                   log=sys.stderr) -> list[dict]:
-    """Write each genome's pfam_scan table and GFF3 and the summary (see the module's text); ``meta``:
-    the gene calls' JSON (:func:`~hmmcascade.genomes.call_all_genes`).  Returns the summary's rows.
+    """Write each genome's pfam_scan table and GFF3 (and, with ``proteins``, the pooled FASTA, its ``.faa``)
+    and the summary (see the module's text), in ``workers`` processes; ``meta``: the gene calls' JSON
+    (:func:`~hmmcascade.genomes.call_all_genes`).  Returns the summary's rows.
 
     Raises:
         ValueError: ``z_mode`` genome without model cutoffs; InputError: a hit of a protein not in the
@@ -168,7 +432,7 @@ def split_genomes(hits_path, gene_table, meta: dict, th, pool_Z: float, *, outdi
     import pyrodigal
 
     from . import __version__
-    from .outfiles import OutputSet, open_output, output_folder
+    from .outfiles import open_output, output_folder
 
     if z_mode not in Z_MODES:
         raise ValueError(f"Z per {z_mode!r}: expected one of {', '.join(Z_MODES)}")
@@ -176,54 +440,41 @@ def split_genomes(hits_path, gene_table, meta: dict, th, pool_Z: float, *, outdi
         raise ValueError("Z per genome needs model cutoffs (--cut_ga, --cut_tc or --cut_nc: bit scores, whatever Z);"
                          " with E-value thresholds a genome alone reports hits the pool's Z left out: use Z per pool")
     t0 = time.perf_counter()
-    rows = read_gene_table(gene_table)
-    genes = {g["protein"]: g for g in rows}
-    by_sample: dict[str, list[dict]] = {}
-    for g in rows:
-        by_sample.setdefault(g["sample"], []).append(g)
     calls = meta["genomes"]
-    if set(by_sample) - set(calls) or any(calls[s]["genes"] != len(by_sample.get(s, ())) for s in calls):
-        raise InputError(f"{gene_table}: the gene table does not hold the genes of the calls' JSON")
-    sizes = {s: max(1, calls[s]["genes"]) for s in calls}
-    units = _genome_units(os.fspath(hits_path), genes, sizes, th, z_mode, block_hits)
-    settings = meta.get("settings", {})
-    source = f"pyrodigal_v{pyrodigal.__version__}"
-    listed = "significant domains" if significant_only else "all reported domains"
+    gene_table = os.fspath(gene_table)
+    gene_bytes = _gene_bytes(gene_table, calls)
+    hf = HitFile(hits_path)  # (a bad hit file: one line naming it, before any work)
+    Z = tuple(float(max(1, calls[s]["genes"])) if z_mode == "genome" else pool_Z for s in calls)
+    spool = tempfile.mkdtemp(prefix=".split_genomes.", dir=output_folder(outdir))
+    split = _Split(
+        hits_path=os.fspath(hits_path), gene_table=gene_table, spool=spool, samples=tuple(calls),
+        gene_bytes=gene_bytes, Z=Z, calls=calls, z_mode=z_mode, th=th, families=families,
+        significant_only=significant_only, outdir=os.fspath(outdir),
+        gff3_head=f"# hmmcascade {__version__}: genes by pyrodigal {pyrodigal.__version__}",
+        translation_table=meta.get("settings", {}).get("translation_table", 11),
+        listed="significant domains" if significant_only else "all reported domains",
+        source=f"pyrodigal_v{pyrodigal.__version__}", proteins=None if proteins is None else os.fspath(proteins))
+    if proteins is not None and any("faa_bytes" not in c for c in calls.values()):
+        raise InputError("the gene calls' JSON has no faa_bytes (made by an older hmmcascade genes): call the genes "
+                         "again")
+    groups = hf.row_groups
+    scans = [(g, min(g + SCAN_ROW_GROUPS, groups), part) for part, g in enumerate(range(0, groups, SCAN_ROW_GROUPS))]
     out_rows = []
-    for sample, info in calls.items():
-        Z = float(sizes[sample]) if z_mode == "genome" else pool_Z
-        note = thresholds_note(th, Z)
-        annotations = [a for a in unit_annotations(units[sample], families)
-                       if a.significant or not significant_only]
-        by_protein: dict[str, list] = {}
-        for a in annotations:
-            by_protein.setdefault(a.seq_id, []).append(a)
-        folder = output_folder(Path(outdir) / sample)
-        pfamscan, gff3 = folder / f"{sample}.pfam_scan.tsv", folder / f"{sample}.gff3"
-        with OutputSet({"pfam_scan": pfamscan, "gff3": gff3}):
-            with open_output(pfamscan) as fh:
-                stream = AnnotationStream("pfamscan", families, significant_only=significant_only, note=note)
-                stream.start(fh)
-                stream.add(annotations)
-                stream.close()
-            with open_output(gff3) as fh:
-                table = "" if info["mode"] == "meta" else f", translation table {settings.get('translation_table', 11)}"
-                head = ["##gff-version 3",
-                        f"# hmmcascade {__version__}: genes by pyrodigal {pyrodigal.__version__} ({info['mode']} mode"
-                        f"{table}); {listed}; thresholds: {note}"]
-                fh.write("\n".join(head + _gff3_lines(by_sample.get(sample, []), info["contigs"], by_protein,
-                                                      source)) + "\n")
-        families_seen = Counter(a.hmm_name for a in annotations)
-        top = sorted(families_seen.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FAMILIES]
-        out_rows.append({"sample": sample, "mode": info["mode"], "contigs": len(info["contigs"]),
-                         "bases": info["bases"], "genes": info["genes"], "genes_with_domains": len(by_protein),
-                         "domains": len(annotations), "families": len(families_seen), "Z": f"{Z:g}",
-                         "top_families": ", ".join(f"{name} ({n})" for name, n in top) or "-"})
-        print(f"{sample}: {info['genes']} genes, {len(by_protein)} with domains, {len(annotations)} domains "
-              f"(Z = {Z:g})", file=log, flush=True)
+    try:
+        with _Tasks(workers, split) as tasks:
+            starts = list(tasks.map(_scan, scans))
+            scanned = time.perf_counter() - t0
+            genomes = [(k, [(part, int(s[k]), int(s[k + 1])) for part, s in enumerate(starts) if s[k + 1] > s[k]])
+                       for k in range(len(calls))]
+            for row, line in tasks.map(_write_genome, genomes):
+                out_rows.append(row)
+                print(line, file=log, flush=True)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
     with open_output(summary) as fh:
         fh.write("\t".join(SUMMARY_COLUMNS) + "\n")
         fh.writelines("\t".join(str(r[c]) for c in SUMMARY_COLUMNS) + "\n" for r in out_rows)
     seconds = time.perf_counter() - t0
-    print(f"split the pool's hits into {len(calls)} genomes in {seconds:.1f} s", file=log, flush=True)
+    print(f"split the pool's hits into {len(calls)} genomes in {seconds:.1f} s with {workers} processes ({hf.rows} "
+          f"hits read in {scanned:.1f} s)", file=log, flush=True)
     return out_rows

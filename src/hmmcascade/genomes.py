@@ -270,11 +270,14 @@ def _fasta(records, strip: int = 0) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
-def call_all_genes(genomes: dict[str, str], settings: GeneSettings, *, outdir, pooled, gene_table, meta,
+def call_all_genes(genomes: dict[str, str], settings: GeneSettings, *, outdir=None, pooled, gene_table, meta,
                    workers: int = 1, log=sys.stderr) -> dict:
     """Call every genome's genes (``workers`` processes, a genome a task, results written in the
-    samples' order), write ``outdir/<sample>/<sample>.faa`` (each genome's on its own, atomically),
-    then the pooled FASTA ``pooled``, the gene table and the run's JSON ``meta`` together.  Logs a
+    samples' order), write the pooled FASTA ``pooled``, the gene table and the run's JSON ``meta``
+    together (per genome, ``faa_bytes``: the offset and size of its records in ``pooled``, from which
+    ``split-genomes`` writes its own ``.faa``), and, with ``outdir``, ``outdir/<sample>/<sample>.faa``
+    (each genome's on its own, atomically; the workflow leaves them to ``split-genomes``: a job with
+    a file per genome among its outputs makes Snakemake checksum every input once per output).  Logs a
     line per genome and the total (genomes, genes, seconds, genomes per hour).  Returns the JSON."""
     from concurrent.futures import ProcessPoolExecutor
 
@@ -287,17 +290,22 @@ def call_all_genes(genomes: dict[str, str], settings: GeneSettings, *, outdir, p
     with (ProcessPoolExecutor(workers) if workers > 1 else _Serial()) as pool, outputs, _CancelOnError(pool):
         with open_output(pooled) as faa, open_output(gene_table) as tsv:
             tsv.write("\t".join(GENE_COLUMNS) + "\n")
+            offset = 0
             for calls in pool.map(_call_task, tasks, chunksize=1):
-                folder = output_folder(Path(outdir) / calls.sample)
-                with OutputSet({"--outdir": folder / f"{calls.sample}.faa"}):
-                    with open_output(folder / f"{calls.sample}.faa") as fh:
-                        fh.write(_fasta(calls.proteins, strip=len(calls.sample) + 1))
-                faa.write(_fasta(calls.proteins))
+                if outdir is not None:
+                    folder = output_folder(Path(outdir) / calls.sample)
+                    with OutputSet({"--outdir": folder / f"{calls.sample}.faa"}):
+                        with open_output(folder / f"{calls.sample}.faa") as fh:
+                            fh.write(_fasta(calls.proteins, strip=len(calls.sample) + 1))
+                text = _fasta(calls.proteins)
+                size = len(text.encode("ascii"))
+                faa.write(text)
                 tsv.writelines("\t".join(map(str, row)) + "\n" for row in calls.genes)
                 bases = sum(n for _, n in calls.contigs)
                 summary["genomes"][calls.sample] = {"path": calls.path, "mode": calls.mode, "bases": bases,
                                                     "contigs": calls.contigs, "genes": len(calls.genes),
-                                                    "seconds": round(calls.seconds, 3)}
+                                                    "seconds": round(calls.seconds, 3), "faa_bytes": [offset, size]}
+                offset += size
                 print(f"{calls.sample}: {len(calls.contigs)} contigs, {bases} bp, {calls.mode} mode: "
                       f"{len(calls.genes)} genes in {calls.seconds:.2f} s", file=log, flush=True)
         seconds = time.perf_counter() - t0

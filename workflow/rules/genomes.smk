@@ -41,12 +41,12 @@ if GENOMES:
         output:
             proteins=GENOME_PROTEINS,
             genes="results/genomes/genes.tsv",
+            # (each genome's .faa is written by split_genomes from the pooled FASTA: a job with a file per genome
+            # among its outputs makes Snakemake checksum every genome file once per output, 30 s for 200 genomes)
             meta="results/genomes/genomes.json",
-            faa=[f"results/genomes/{s}/{s}.faa" for s in GENOMES],
         params:
             py=PY,
             genomes=_input_path(config["genomes"]),
-            outdir=lambda wildcards, output: os.path.dirname(output.genes),
             settings=gene_args(),
         conda:
             ENV
@@ -55,16 +55,18 @@ if GENOMES:
         # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
         benchmark:
             "logs/benchmarks/call_genes.tsv"
-        # a genome per process, on every core: the gene calls come before any search
-        threads: total_cores()
+        # a genome per process, on every core but one: the gene calls come before any search, beside press_models
+        # (one core declared)
+        threads: max(1, total_cores() - 1)
         shell:
-            "{params.py} -m hmmcascade genes {params.genomes:q} --outdir {params.outdir:q}"
+            "{params.py} -m hmmcascade genes {params.genomes:q}"
             " --proteins {output.proteins:q} --genes {output.genes:q} --meta {output.meta:q}"
             " {params.settings:q} --cpu {threads} 2> {log:q}"
 
     rule split_genomes:
         input:
             hits="results/hits.parquet",
+            proteins=GENOME_PROTEINS,
             genes="results/genomes/genes.tsv",
             meta="results/genomes/genomes.json",
             targets="results/prepared/sequences.json",
@@ -73,6 +75,7 @@ if GENOMES:
             summary=report("results/genomes/summary.tsv", caption="../report/genomes.rst", category="Genomes"),
             pfamscan=[f"results/genomes/{s}/{s}.pfam_scan.tsv" for s in GENOMES],
             gff3=[f"results/genomes/{s}/{s}.gff3" for s in GENOMES],
+            faa=[f"results/genomes/{s}/{s}.faa" for s in GENOMES],
         params:
             py=PY,
             outdir=lambda wildcards, output: os.path.dirname(output.summary),
@@ -87,8 +90,11 @@ if GENOMES:
             "logs/split_genomes/split.log",
         benchmark:
             "logs/benchmarks/split_genomes.tsv"
-        threads: 1
+        # the hits read and the genomes written by a process per core: the split follows the merge, on the
+        # critical path
+        threads: total_cores()
         shell:
-            "{params.py} -m hmmcascade split-genomes {input.hits:q} --genes {input.genes:q} --meta {input.meta:q}"
+            "{params.py} -m hmmcascade split-genomes {input.hits:q} --proteins {input.proteins:q}"
+            " --genes {input.genes:q} --meta {input.meta:q}"
             " --outdir {params.outdir:q} --summary {output.summary:q} --z-per {params.z_per:q} {params.z:q}"
-            " {params.dat:q} {params.annotation:q} {params.thresholds:q} 2> {log:q}"
+            " {params.dat:q} {params.annotation:q} {params.thresholds:q} --cpu {threads} 2> {log:q}"
