@@ -22,7 +22,7 @@ from Bio.Seq import Seq
 
 from hmmcascade.genome_split import SCAN_ROW_GROUPS, genome_span
 from hmmcascade.genomes import GenomeInputError, genome_inputs, read_contigs, read_gene_table
-from test_workflow import RESOURCES, _config, _snakemake
+from test_workflow import RESOURCES, _config, _dry_run, _snakemake
 
 PYRODIGAL_DATA = Path(pyrodigal.__file__).parent / "tests" / "data"
 PYHMMER_SEQS = Path(pyhmmer.__file__).parent / "tests" / "data" / "seqs"
@@ -342,3 +342,13 @@ def test_workflow_over_a_folder_of_genomes(tmp_path):
     (folder / "bad|name.fna").write_bytes(b">c\nACGT\n")
     run = _snakemake(tmp_path, config, "--dry-run")
     assert run.returncode != 0 and f"{folder / 'bad|name.fna'}: sample name 'bad|name'" in run.stderr + run.stdout
+
+
+def test_a_downloaded_genome_run_fetches_pfam_alone(tmp_path):
+    """databases: download with genomes: Pfam is fetched, Swiss-Prot is not (the genomes' proteins are the
+    targets); without genomes both are (dry runs)."""
+    folder = _genomes(tmp_path / "g")
+    jobs = _dry_run(tmp_path, _config(tmp_path, databases="download", genomes=str(folder)))
+    assert "rule fetch_pfam:" in jobs and "rule call_genes:" in jobs and "fetch_uniprot" not in jobs
+    jobs = _dry_run(tmp_path, _config(tmp_path, databases="download"))
+    assert "rule fetch_pfam:" in jobs and "rule fetch_uniprot:" in jobs and "call_genes" not in jobs

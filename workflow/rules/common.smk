@@ -276,12 +276,19 @@ REPORT_PLOTS = [f"results/report/{name}.svg" for name in
                 ("score_agreement", "stages", "families", "domains_per_protein", "provenance")]
 
 
+def provenance_files():
+    """The downloads' provenance records (databases: download): Pfam's, and UniProt's unless the proteins come
+    from genomes (config genomes: Swiss-Prot is then neither downloaded nor searched)."""
+    if config["databases"] != "download":
+        return []
+    return ["results/provenance/pfam.json"] + ([] if GENOMES else ["results/provenance/uniprot.json"])
+
+
 def get_final_outputs():
     outputs = FINAL_TABLES + ["results/stats.json"] + REPORT_PLOTS
     if compare_enabled():
         outputs += ACCURACY_OUTPUTS
-    if config["databases"] == "download":
-        outputs += ["results/provenance/pfam.json", "results/provenance/uniprot.json"]
+    outputs += provenance_files()
     if GENOMES:  # (workflow/rules/genomes.smk)
         outputs += [f"results/genomes/{s}/{s}{ext}" for s in GENOMES for ext in GENOME_OUTPUTS]
         outputs += ["results/genomes/summary.tsv"]

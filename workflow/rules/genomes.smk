@@ -91,8 +91,8 @@ if GENOMES:
         benchmark:
             "logs/benchmarks/split_genomes.tsv"
         # the hits read and the genomes written by a process per core: the split follows the merge, on the
-        # critical path
-        threads: total_cores()
+        # critical path, beside the comparison (2 threads)
+        threads: max(1, total_cores() - 2)
         shell:
             "{params.py} -m hmmcascade split-genomes {input.hits:q} --proteins {input.proteins:q}"
             " --genes {input.genes:q} --meta {input.meta:q}"

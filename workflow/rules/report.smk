@@ -21,8 +21,8 @@ def get_report_inputs():
     }
     if compare_enabled():
         inputs["rows"] = ACCURACY_ROWS
-    if config["databases"] == "download":
-        inputs["provenance"] = ["results/provenance/pfam.json", "results/provenance/uniprot.json"]
+    if provenance_files():
+        inputs["provenance"] = provenance_files()
     return inputs
 
 
