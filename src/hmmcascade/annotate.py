@@ -51,7 +51,8 @@ from .results import Hit
 
 __all__ = ["PfamFamily", "DomainAnnotation", "DomainUnit", "read_pfam_dat", "pfam_domains", "unit_annotations",
            "write_pfam_scan", "write_gff3",
-           "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream"]
+           "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream",
+           "PFAM_ACCESSION", "gff3_attribute", "gff3_seqid"]
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,7 @@ def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
     column9 = [f"ID=domain:{attr_id}:{k}", f"Parent=protein:{attr_id}", f"Name={name}",
                # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
                f"Target={name.replace(' ', '%20')} {a.hmm_from} {a.hmm_to}"]
-    pfam = _PFAM_ACC.match(a.hmm_acc)
+    pfam = PFAM_ACCESSION.match(a.hmm_acc)
     if pfam:
         column9.append(f"Dbxref=Pfam:{pfam.group(0)}")
     if a.hmm_acc != "-":
@@ -361,7 +362,18 @@ def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
     return out
 
 
-_PFAM_ACC = re.compile(r"PF\d{5}")
+#: a Pfam family accession (GFF3's Dbxref=Pfam:PFnnnnn)
+PFAM_ACCESSION = re.compile(r"PF\d{5}")
+
+
+def gff3_seqid(text: str) -> str:
+    """``text`` percent-encoded for GFF3's column 1 (seqid)."""
+    return _escape(text, _seqid_safe)
+
+
+def gff3_attribute(text: str) -> str:
+    """``text`` percent-encoded for a GFF3 attribute's value."""
+    return _escape(text, _attr_safe)
 
 
 @functools.lru_cache(maxsize=4096)

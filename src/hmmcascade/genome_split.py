@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -54,10 +53,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .annotate import AnnotationStream, DomainUnit, thresholds_note, unit_annotations
+from .annotate import (PFAM_ACCESSION, AnnotationStream, DomainUnit, gff3_attribute, gff3_seqid, thresholds_note,
+                       unit_annotations)
 from .columnar import HitFile
 from .genomes import GENE_COLUMNS, GenomeInputError
 from .io import InputError
+from .reporting import duplicate_alignments
 
 __all__ = ["SCAN_ROW_GROUPS", "SUMMARY_COLUMNS", "Z_MODES", "genome_span", "split_genomes"]
 
@@ -174,7 +175,10 @@ def _spool_rows(table, samples, Z: np.ndarray, split: _Split) -> tuple:
     dh = np.repeat(np.arange(n), np.diff(offsets))  # (each domain's hit)
     reported = dom["reported"].copy()
     if split.z_mode == "genome":  # (the genome's own thresholding: threshold_hits' with model cutoffs)
-        _hide_duplicates(reported, offsets - offsets[0], table.column("noverlaps").to_numpy(), dom)
+        starts = offsets - offsets[0]
+        over = np.flatnonzero(table.column("noverlaps").to_numpy())
+        reported[duplicate_alignments(starts[over], starts[over + 1] - starts[over], dom["ali_from"], dom["ali_to"],
+                                      dom["score"])] = False
     listed = np.flatnonzero(reported & hit_reported[dh])
     hits = dh[listed]
     if split.z_mode == "genome":  # (E-values of the genome alone: exp(lnP) * its Z, as threshold_hits)
@@ -191,19 +195,6 @@ def _spool_rows(table, samples, Z: np.ndarray, split: _Split) -> tuple:
     columns.append(pa.array(np.arange(len(listed) + len(bare)) < len(listed)))
     spooled = pa.Table.from_arrays(columns, names=[*DomainUnit._fields, "listed"])
     return np.concatenate([genome[hits], genome[bare]]), spooled
-
-
-def _hide_duplicates(reported: np.ndarray, offsets: np.ndarray, noverlaps: np.ndarray, dom: dict) -> None:
-    """threshold_hits' workaround_bug_h74 on the hits with overlapping envelopes: of two domains with the same
-    alignment coordinates, the lower-scoring one (the later where equal) is not reported."""
-    for t in np.flatnonzero(noverlaps).tolist():
-        lo, hi = int(offsets[t]), int(offsets[t + 1])
-        ali_from, ali_to = dom["ali_from"][lo:hi].tolist(), dom["ali_to"][lo:hi].tolist()
-        score = dom["score"][lo:hi].tolist()
-        for a in range(hi - lo):
-            for b in range(a + 1, hi - lo):
-                if ali_from[a] == ali_from[b] and ali_to[a] == ali_to[b]:
-                    reported[lo + (b if score[a] >= score[b] else a)] = False
 
 
 def _spool_table(part: int):
@@ -249,40 +240,28 @@ def _genome_units(split: _Split, k: int, parts: list, genes: list[dict]) -> dict
     return units
 
 
-_UNSAFE_SEQID = re.compile(r"[^a-zA-Z0-9.:^*$@!+_?\-|]")
-_UNSAFE_ATTR = re.compile("[;=&,%\t\n\r\x00-\x1f\x7f\udc80-\udcff]")
-
-
-def _escape(text: str, unsafe: re.Pattern) -> str:
-    """GFF3's percent-encoding (upper-case hex of the UTF-8 bytes) of the characters ``unsafe`` matches."""
-    return unsafe.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "surrogateescape")), text)
-
-
-_PFAM_ACC = re.compile(r"PF\d{5}")
-
-
 def _match_attributes(hmm_name: str, hmm_acc: str, family_type: str, clan: str) -> tuple[str, str, str]:
     """A model's parts of a protein_match's attributes: ``Name`` and ``Target``'s name; ``Dbxref`` and
     ``accession`` (after Target's coordinates); ``type`` and ``clan`` (last)."""
-    name = _escape(hmm_name, _UNSAFE_ATTR)
-    pfam = _PFAM_ACC.match(hmm_acc)
+    name = gff3_attribute(hmm_name)
+    pfam = PFAM_ACCESSION.match(hmm_acc)
     middle = (f";Dbxref=Pfam:{pfam.group(0)}" if pfam else "") + (
-        f";accession={_escape(hmm_acc, _UNSAFE_ATTR)}" if hmm_acc != "-" else "")
-    last = (f";type={_escape(family_type, _UNSAFE_ATTR)}" if family_type != "-" else "") + (
-        f";clan={_escape(clan, _UNSAFE_ATTR)}" if clan != "No_clan" else "")
+        f";accession={gff3_attribute(hmm_acc)}" if hmm_acc != "-" else "")
+    last = (f";type={gff3_attribute(family_type)}" if family_type != "-" else "") + (
+        f";clan={gff3_attribute(clan)}" if clan != "No_clan" else "")
     return f"Name={name};Target={name.replace(' ', '%20')}", middle, last
 
 
 def _gff3_lines(sample_genes: list[dict], contigs: list, annotations: dict, source: str) -> list[str]:
-    lines = [f"##sequence-region {_escape(name, _UNSAFE_SEQID)} 1 {length}" for name, length in contigs if length]
+    lines = [f"##sequence-region {gff3_seqid(name)} 1 {length}" for name, length in contigs if length]
     seqids: dict[str, str] = {}
     models: dict[tuple, tuple[str, str, str]] = {}  # (a model's attributes, made once)
     for g in sample_genes:
         contig = g["contig"]
         seqid = seqids.get(contig)
         if seqid is None:
-            seqid = seqids[contig] = _escape(contig, _UNSAFE_SEQID)
-        gene_id = _escape(f"{contig}_{g['gene']}", _UNSAFE_ATTR)
+            seqid = seqids[contig] = gff3_seqid(contig)
+        gene_id = gff3_attribute(f"{contig}_{g['gene']}")
         attrs = [f"ID={gene_id}", f"Name={gene_id}", f"partial={g['partial']}", f"start_type={g['start_type']}",
                  f"rbs_motif={g['rbs_motif']}", f"rbs_spacer={g['rbs_spacer']}", f"gc_cont={g['gc_cont']}",
                  f"conf={g['confidence']}", f"score={g['score']}", f"cscore={g['cscore']}", f"sscore={g['sscore']}",

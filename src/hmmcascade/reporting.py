@@ -28,7 +28,7 @@ from .profiles import ProfileDB
 from .results import Hit, gc_paused
 from .survivors import Survivors
 
-__all__ = ["CUTOFF_COLUMNS", "Thresholds", "check_cutoffs", "key_columns", "make_hits", "name_rank", "sort_hits",
+__all__ = ["CUTOFF_COLUMNS", "Thresholds", "check_cutoffs", "duplicate_alignments", "key_columns", "make_hits", "name_rank", "sort_hits",
            "threshold_hits"]
 
 CUTOFF_COLUMNS = {"ga": 0, "tc": 2, "nc": 4}
@@ -267,6 +267,24 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
                     drop.reported = drop.included = False
 
 
+def duplicate_alignments(first: np.ndarray, counts: np.ndarray, ali_from: np.ndarray, ali_to: np.ndarray,
+                         score: np.ndarray) -> list[int]:
+    """HMMER's workaround_bug_h74 on arrays over domains: of each hit's domains ``first[t]`` to
+    ``first[t] + counts[t] - 1``, two with the same alignment coordinates lose the lower-scoring one (the
+    later where the scores are equal).  Returns the indices of the domains it hides (no longer reported
+    or included)."""
+    idx = segment_ranges(first, counts)
+    af, at, sc = ali_from[idx].tolist(), ali_to[idx].tolist(), score[idx].tolist()
+    drop, pos = [], 0
+    for a0, k in zip(first.tolist(), counts.tolist()):
+        for a in range(pos, pos + k):
+            for b in range(a + 1, pos + k):
+                if af[a] == af[b] and at[a] == at[b]:
+                    drop.append(a0 + (b if sc[a] >= sc[b] else a) - pos)
+        pos += k
+    return drop
+
+
 def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, inc: np.ndarray,
                        domZ: np.ndarray) -> None:
     """:func:`threshold_hits`' domain part on the columns of :func:`make_hits`' keys: E-values and
@@ -284,16 +302,8 @@ def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, in
         drep, dinc = cols["dom_reported"].copy(), cols["dom_included"].copy()
     # workaround_bug_h74, as threshold_hits, on the domains of the hits with overlaps
     over = np.flatnonzero(cols["noverlaps"])
-    first = (np.cumsum(nd) - nd)[over]
-    idx = segment_ranges(first, nd[over])
-    af, at, sc = (cols[name][idx].tolist() for name in ("dom_ali_from", "dom_ali_to", "dom_score"))
-    drop, pos = [], 0
-    for a0, k in zip(first.tolist(), nd[over].tolist()):
-        for a in range(pos, pos + k):
-            for b in range(a + 1, pos + k):
-                if af[a] == af[b] and at[a] == at[b]:
-                    drop.append(a0 + (b if sc[a] >= sc[b] else a) - pos)
-        pos += k
+    drop = duplicate_alignments((np.cumsum(nd) - nd)[over], nd[over], cols["dom_ali_from"], cols["dom_ali_to"],
+                                cols["dom_score"])
     drep[drop] = dinc[drop] = False
     at = 0
     for source in cols["sources"]:
