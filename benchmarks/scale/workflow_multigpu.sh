@@ -1,7 +1,7 @@
 # Issue 30: the workflow on every GPU of one machine against one GPU of the same machine, in one command.
 # pfamA_like (pfam35_dev x 9 = 22,194 models) x sprot_like (proteins_dev x COPIES, default 60), shards fixed
 # (SHARDS model shards, default 6) so both runs do the same jobs; device: all (each search job claims a free
-# GPU with a lock file); run 1 with --resources gpu=1, run 2 with gpu=NGPU. Needs the prelude of
+# GPU with a lock file); run 1 with --resources gpu=1, run 2 with gpu=NGPU, both on every core (CORES). Needs the prelude of
 # ../shared/DEVICE.md, Snakemake's wheels, pyarrow and matplotlib in /tmp/site; DATA holds pfam35_dev.hmm.gz,
 # proteins_dev.faa.gz and make_scale.py. Writes per-run logs to $OUT and the tables' checksums.
 set -u
@@ -23,10 +23,14 @@ for g in 1 $NGPU; do
   rm -rf results logs .snakemake/log
   nvidia-smi --query-gpu=timestamp,index,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 2000 > $D/gpu$g.csv &
   GP=$!
+  (while sleep 2; do free -m | awk '/^Mem:/{print $3}'; done) > $D/host_mem$g.csv &
+  H=$!
   start=$(date +%s)
-  timeout ${WF_DEADLINE:-1500} snakemake --cores 16 --resources gpu=$g --configfile $D/config.yaml > $D/snakemake$g.log 2>&1
+  timeout ${WF_DEADLINE:-1500} snakemake --cores ${CORES:-$(nproc)} --resources gpu=$g --configfile $D/config.yaml > $D/snakemake$g.log 2>&1
   echo "GPUS=$g snakemake rc $? after $(( $(date +%s) - start )) s"
-  kill $GP
+  kill $GP $H
+  echo "host memory in use, max over the run: $(sort -n $D/host_mem$g.csv | tail -1) MB (before: $(head -1 $D/host_mem$g.csv) MB)"
+  tail -4 $D/snakemake$g.log
   grep -h "device" results/search/*.stats.json 2>/dev/null | head -0
   python3 - <<P
 import glob, json
