@@ -154,7 +154,9 @@ def test_merge_rejects_a_non_hits_file(tmp_path):
 
 def test_merge_into_parts_and_from_parts(tmp_path, small_seqs):
     """merge --to-parts per shard of the models, then --from-parts: the tables of one merge; misuse is
-    one line and exit status 1, leaving no output."""
+    one line and exit status 1, leaving no output. --no-protein-runs (a genome run's parts): the same tables."""
+    import pyarrow.parquet as pq
+
     hits = tmp_path / "all.parquet"
     run = _run("search", HMMS, small_seqs, "--quiet", "--hits", hits, "--tblout", tmp_path / "one.tbl")
     assert run.returncode == 0, run.stderr
@@ -177,6 +179,25 @@ def test_merge_into_parts_and_from_parts(tmp_path, small_seqs):
         run = _run(*bad, "-Z", "400", *(["--tblout", tmp_path / "x.tbl"] if "--tblout" not in bad else []))
         assert run.returncode == 1 and says in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert not (tmp_path / "x.tbl").exists() and not (tmp_path / "p").exists()
+    # a genome run's parts: no per-protein runs (no --seqs), the same tables and merged hits; no per-protein table
+    # from them (one line naming the part)
+    bare = []
+    for k in (1, 2):
+        bare.append(tmp_path / f"bare{k}")
+        run = _run("merge", hits, "--models", HMMS, "--model-shard", f"{k}/2", "--to-parts", bare[-1],
+                   "--no-protein-runs", "-Z", "400", "--cpu", "1")
+        assert run.returncode == 0, run.stderr
+        assert not (bare[-1] / "runs").exists()
+    for folders, name in ((parts, "m"), (bare, "b")):
+        run = _run("merge", "--from-parts", *folders, "--models", HMMS, "-Z", "400",
+                   "--tblout", tmp_path / f"{name}2.tbl", "--merged-hits", tmp_path / f"{name}.parquet")
+        assert run.returncode == 0, run.stderr
+    assert rows(tmp_path / "b2.tbl") == rows(tmp_path / "one.tbl")
+    assert pq.read_table(tmp_path / "b.parquet").equals(pq.read_table(tmp_path / "m.parquet"))
+    run = _run("merge", "--from-parts", *bare, "--models", HMMS, "-Z", "400", "--tblout", tmp_path / "x.tbl",
+               "--pfamscan", tmp_path / "x.tsv")
+    assert run.returncode == 1 and f"{bare[0]}: a merge part without per-protein runs" in run.stderr, run.stderr
+    assert run.stderr.count("error") == 1 and not (tmp_path / "x.tbl").exists()
 
 
 def test_an_error_line_can_name_the_package_frame_it_came_through(tmp_path):

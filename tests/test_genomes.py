@@ -314,11 +314,59 @@ def test_split_genomes_in_processes_equals_one_process(tmp_path):
             runs += 1
 
 
+def test_split_genomes_reads_the_search_jobs_hits_as_the_merged(tmp_path):
+    """The workflow's way with model cutoffs: split-genomes on the search jobs' own hit files (two batches of the
+    pooled proteins, each searched with the pool's Z and --cut_ga) writes the same bytes as on their merge's hits
+    (merge: the pool's thresholds, domZ over both batches), with 1 or 2 processes; its --protein-summary has the
+    lines of the merge's --protein-summary (the pooled names, a genome's proteins together)."""
+    folder = _genomes(tmp_path / "g")
+    genes = tmp_path / "genes"
+    assert _call(folder, genes).returncode == 0
+    records = (genes / "proteins.faa").read_text().split(">")[1:]
+    Z = len(records)
+    batches = []
+    for k, part in enumerate((records[: Z // 2], records[Z // 2:])):
+        (tmp_path / f"b{k}.faa").write_text("".join(">" + r for r in part))
+        batches.append(tmp_path / f"b{k}.hits.parquet")
+        run = _hmmcascade("search", MODELS, tmp_path / f"b{k}.faa", "-o", "/dev/null", "--hits", batches[-1],
+                          "--hits-parts", 2, "--quiet", "-Z", Z, "--cut_ga")
+        assert run.returncode == 0, run.stderr
+    merged = tmp_path / "merged.parquet"
+    run = _hmmcascade("merge", *batches, "--models", MODELS, "-Z", Z, "--cut_ga", "--merged-hits", merged,
+                      "--significant-only", "--protein-summary", tmp_path / "merged.proteins.tsv")
+    assert run.returncode == 0, run.stderr
+
+    def c_evalues(paths):  # (the domains' c-Evalues: domZ, a model's reported targets, is each job's alone)
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(p) for p in paths]
+        return sorted((t, e) for table in tables for t, doms in zip(table.column("target_name").to_pylist(),
+                                                                     table.column("domains").to_pylist())
+                      for e in (d["c_evalue"] for d in doms))
+    assert c_evalues(batches) != c_evalues([merged])  # (the merge's change, not read by the split)
+    trees = []
+    for name, hits, cpu in (("merged", [merged], 1), ("jobs", batches, 1), ("jobs2", batches[::-1], 2)):
+        out = tmp_path / name
+        run = _hmmcascade("split-genomes", *hits, "--genes", genes / "genes.tsv", "--meta", genes / "genomes.json",
+                          "--outdir", out, "--summary", out / "summary.tsv", "--protein-summary", out / "proteins.tsv",
+                          "-Z", Z, "--cut_ga", "--z-per", "genome", "--significant-only", "--cpu", cpu)
+        assert run.returncode == 0, run.stderr
+        trees.append(_tree(out))
+    assert len(trees[0]) == 8 and trees[0] == trees[1] == trees[2]
+
+    def lines(text):
+        return sorted(line for line in text.splitlines() if not line.startswith("#"))
+    pooled = (tmp_path / "merged.proteins.tsv").read_text()
+    assert lines(trees[0]["proteins.tsv"].decode()) == lines(pooled) and len(lines(pooled)) >= 10
+    assert trees[0]["proteins.tsv"].decode().startswith("# hmmcascade ")
+
+
 def test_workflow_over_a_folder_of_genomes(tmp_path):
     """config genomes: a folder of two genomes (one of two contigs) on the embedded models: the pooled
     proteins are the search's targets (pfam preset: --cut_ga; the comparison with pyhmmer passes), each genome
     gets its proteins, GFF3 and pfam_scan table, the summary is in the report, and the gene calls' log gives
-    genomes per hour. A bad sample name stops the run at once, naming the file."""
+    genomes per hour. The merge makes HMMER's tables but no pooled per-protein table: the report's plots count
+    split_genomes' protein summary of all genomes. A bad sample name stops the run at once, naming the file."""
     folder = tmp_path / "genomes"
     folder.mkdir()
     shutil.copy(PYRODIGAL_DATA / "KK037166.fna.gz", folder / "KK037166.fna.gz")
@@ -339,9 +387,51 @@ def test_workflow_over_a_folder_of_genomes(tmp_path):
     assert "genomes per hour" in (tmp_path / "logs/call_genes/genes.log").read_text()
     assert (tmp_path / "logs/benchmarks/call_genes.tsv").exists()
     assert "identical sets: True" in (tmp_path / "results/accuracy.txt").read_text()
+    for table in ("pfam_scan.tsv", "gff3", "interproscan.tsv", "proteins.tsv"):
+        assert not (tmp_path / f"results/hmmcascade.{table}").exists(), table
+    assert (tmp_path / "results/hmmcascade.tblout").exists() and (tmp_path / "results/hits.parquet").exists()
+    proteins = (out / "proteins.tsv").read_text().splitlines()
+    listed = sum(int(line.split("\t")[5]) for line in summary[1:])
+    assert proteins[1].startswith("protein\t") and sum(int(p.split("\t")[2]) for p in proteins[2:]) == listed
+    assert all(p.startswith(("KK037166|", "SAMEA104415756|")) for p in proteins[2:]) and listed > 0
+    assert (tmp_path / "results/report/domains_per_protein.svg").exists()
     (folder / "bad|name.fna").write_bytes(b">c\nACGT\n")
     run = _snakemake(tmp_path, config, "--dry-run")
     assert run.returncode != 0 and f"{folder / 'bad|name.fna'}: sample name 'bad|name'" in run.stderr + run.stdout
+
+
+def _command(jobs: str, rule: str) -> str:
+    """The shell command of ``rule``'s job (one job) in a dry run's output."""
+    block = next(b for b in jobs.split("rule ")[1:] if b.startswith(rule + ":"))
+    return block.split("Shell command: ", 1)[1].split("\n", 1)[0]
+
+
+def test_genome_runs_split_the_search_jobs_hits_and_make_no_pooled_protein_tables(tmp_path):
+    """Dry runs of a genome run: merge_shard makes no per-protein runs, merge_hits only HMMER's tables and the
+    merged hits; split_genomes writes the report's protein summary and reads the search jobs' hits (beside the
+    merges) with model cutoffs (pfam preset), a fixed domZ, or one batch of the targets; with E-value thresholds
+    over batches of the targets, the merged hits. Without genomes the merge makes the per-protein tables."""
+    folder = _genomes(tmp_path / "g")
+    one = "results/search/batch000.hits.parquet"
+    jobs = _dry_run(tmp_path, _config(tmp_path, genomes=str(folder)))
+    split = _command(jobs, "split_genomes")
+    assert f"split-genomes {one} --proteins" in split and "--protein-summary results/genomes/proteins.tsv" in split
+    assert "--no-protein-runs" in _command(jobs, "merge_shard") and "--seqs" not in _command(jobs, "merge_shard")
+    merge = _command(jobs, "merge_hits")
+    assert "--tblout" in merge and "--merged-hits" in merge
+    assert not any(option in merge for option in ("--pfamscan", "--gff3", "--ipr-tsv", "--protein-summary", "--seqs"))
+    assert "hmmcascade.proteins.tsv" not in jobs and "--proteins results/genomes/proteins.tsv" in jobs
+    shards = {"models": 2, "sequences": 2}
+    jobs_of = [f"results/search/batch{b}.m{m}.hits.parquet" for b in ("000", "001") for m in (1, 2)]
+    for overrides, hits in (({"shards": shards}, jobs_of),
+                            ({"shards": shards, "preset": "hmmsearch"}, ["results/hits.parquet"]),
+                            ({"shards": shards, "preset": "hmmsearch", "thresholds": {"domZ": 1000}}, jobs_of),
+                            ({"shards": {"models": 2, "sequences": 1}, "preset": "hmmsearch"},
+                             [f"results/search/batch000.m{m}.hits.parquet" for m in (1, 2)])):
+        split = _command(_dry_run(tmp_path, _config(tmp_path, genomes=str(folder), **overrides)), "split_genomes")
+        assert f"split-genomes {' '.join(hits)} --proteins" in split, (overrides, split)
+    merge = _command(_dry_run(tmp_path, _config(tmp_path)), "merge_hits")
+    assert all(option in merge for option in ("--pfamscan", "--gff3", "--ipr-tsv", "--protein-summary", "--seqs"))
 
 
 def test_a_downloaded_genome_run_fetches_pfam_alone(tmp_path):

@@ -52,7 +52,7 @@ from .results import Hit
 __all__ = ["PfamFamily", "DomainAnnotation", "DomainUnit", "read_pfam_dat", "pfam_domains", "unit_annotations",
            "write_pfam_scan", "write_gff3",
            "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream",
-           "PFAM_ACCESSION", "gff3_attribute", "gff3_seqid"]
+           "protein_summary_line", "PFAM_ACCESSION", "gff3_attribute", "gff3_seqid"]
 
 
 @dataclass(frozen=True)
@@ -485,7 +485,7 @@ class AnnotationStream:
         else:
             for a in rows:
                 if self._protein and a.seq_id != self._protein[0].seq_id:
-                    lines.append(_summary_line(self._protein))
+                    lines.append(protein_summary_line(self._protein))
                     self._protein = []
                 self._protein.append(a)
         self._write(lines)
@@ -513,7 +513,7 @@ class AnnotationStream:
 
     def _protein_done(self) -> None:
         if self._protein:
-            self._write([_summary_line(self._protein)])
+            self._write([protein_summary_line(self._protein)])
             self._protein = []
 
     def close(self) -> None:
@@ -542,7 +542,8 @@ class AnnotationStream:
             self.fh.write("\n".join(lines) + "\n")
 
 
-def _summary_line(doms: list[DomainAnnotation]) -> str:
+def protein_summary_line(doms: list[DomainAnnotation]) -> str:
+    """The protein summary's line of one protein's domains (all its rows, in :func:`pfam_domains` order)."""
     clans = sorted({a.clan for a in doms if a.clan != "No_clan"})
     return "\t".join([doms[0].seq_id, str(doms[0].seq_length), str(len(doms)), " ".join(a.hmm_name for a in doms),
                       " ".join(a.hmm_acc for a in doms), " ".join(clans) or "-"])

@@ -38,12 +38,18 @@ def add_genome_parsers(sub) -> None:
     s.set_defaults(func=cmd_genes)
 
     s = sub.add_parser("split-genomes", help="per-genome pfam_scan tables and GFF3 from a pooled search's hits")
-    s.add_argument("hits", help="the merged hits (merge --merged-hits: a Parquet hit file or folder)")
+    s.add_argument("hits", nargs="+",
+                   help="the merged hits (merge --merged-hits: a Parquet hit file or folder), or every search job's "
+                        "--hits, read as one: the same tables where the merge sets no flag the split reads otherwise "
+                        "(model cutoffs --cut_*, a fixed --domZ, or every target in each search job)")
     s.add_argument("--genes", required=True, help="genes' gene table")
     s.add_argument("--meta", required=True, help="genes' JSON")
     s.add_argument("--outdir", required=True, help="OUTDIR/<sample>/<sample>.pfam_scan.tsv and .gff3")
     s.add_argument("--summary", required=True, help="a line per genome (TSV): genes, genes with domains, families")
     s.add_argument("--proteins", help="genes' pooled FASTA: also each genome's proteins, OUTDIR/<sample>/<sample>.faa")
+    s.add_argument("--protein-summary", metavar="F",
+                   help="also the protein summary of all genomes (merge --protein-summary's columns: a line per protein "
+                        "of the pfam_scan tables, named <sample>|<protein>)")
     s.add_argument("--z-per", choices=("genome", "pool"), default="genome",
                    help="E-values per genome (Z: its proteins; needs --cut_*) or of the pool (default genome)")
     s.add_argument("--pfam-dat", help="Pfam-A.hmm.dat(.gz): family types, clans (clan overlaps resolved)")
@@ -92,5 +98,6 @@ def cmd_split_genomes(args) -> int:
         raise ValueError(f"Option --cpu takes integer arg in range n>=0; got {args.cpu}")
     split_genomes(args.hits, args.genes, meta, th, Z, outdir=args.outdir, summary=args.summary, z_mode=args.z_per,
                   families=read_families(args), significant_only=args.significant_only,
-                  workers=args.cpu or len(os.sched_getaffinity(0)), proteins=args.proteins)
+                  workers=args.cpu or len(os.sched_getaffinity(0)), proteins=args.proteins,
+                  protein_summary=args.protein_summary)
     return 0

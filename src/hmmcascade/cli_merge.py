@@ -26,6 +26,10 @@ def add_merge_parser(sub) -> argparse.ArgumentParser:
                         "folder DIR: its tables' text, merged hits and per-protein runs, for --from-parts")
     s.add_argument("--model-shard", metavar="K/N", type=shard_arg, default=None,
                    help="with --to-parts: shard K of N of the models, as search --model-shard")
+    s.add_argument("--no-protein-runs", action="store_true",
+                   help="with --to-parts: no per-protein runs (no --seqs needed); --from-parts then writes HMMER's "
+                        "tables and the merged hits, not --pfamscan, --gff3, --ipr-tsv or --protein-summary (a genome "
+                        "run's per-protein tables are split-genomes')")
     s.add_argument("--from-parts", nargs="+", default=[], metavar="DIR",
                    help="the outputs from the folders of merge --to-parts (every shard's, in model order) "
                         "instead of hit files")
@@ -82,6 +86,8 @@ def cmd_merge(args) -> int:
         return _merge_to_parts(args, th, Z, db, queries, workers)
     if args.model_shard:
         raise ValueError("--model-shard merges one shard of the models, with --to-parts")
+    if args.no_protein_runs:
+        raise ValueError("--no-protein-runs merges one shard of the models, with --to-parts")
     inputs = [*args.hits, *args.from_parts, *args.batch_stats, *args.seqs, *([args.models] if args.models else [])]
     # (from parts, the merged hits are a folder of the parts' hit files, put in place by the merge)
     outputs = OutputSet(option_paths(args, *_TABLE_OPTIONS, *([] if args.from_parts else ["merged_hits"]), "stats"),
@@ -137,7 +143,7 @@ def _merge_to_parts(args, th, Z: float, db, queries, workers: int) -> int:
         raise ValueError(f"merge --to-parts writes its folder alone; {given[0]} belongs to merge --from-parts")
     if queries is None:
         raise ValueError("merge --to-parts needs --models (the shard's models and their names)")
-    if not args.seqs:
+    if not args.seqs and not args.no_protein_runs:
         raise ValueError("merge --to-parts needs --seqs (every searched sequence: the parts' cuts of their names)")
     first, stop = 0, len(queries)
     if args.model_shard:
@@ -146,11 +152,12 @@ def _merge_to_parts(args, th, Z: float, db, queries, workers: int) -> int:
             first, stop = db.shard(k, n)
         except ValueError as exc:
             raise InputError(f"{args.models}: {exc}") from None
-    names = [name for path in args.seqs for name in load_seqs(path).names]
+    names = None if args.no_protein_runs else [name for path in args.seqs for name in load_seqs(path).names]
     sources = [open_hit_source(path) for path in args.hits]
     command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     summary = merge_hit_files(sources, th, Z, queries=queries, outputs={}, command=command, workers=workers,
-                              model_range=(first, stop), parts_dir=args.to_parts, names=names)
+                              model_range=(first, stop), parts_dir=args.to_parts, names=names,
+                              protein_runs=not args.no_protein_runs)
     print(f"merged {len(args.hits)} hit files of models {first}-{stop} into {args.to_parts} ({summary.hits} hits, "
           f"{summary.blocks} blocks): {summary.reported} reported hits in {summary.step1_s:.1f} s", file=sys.stderr)
     return 0

@@ -464,20 +464,27 @@ def is_hit_file(path) -> bool:
 
 class HitFile:
     """A Parquet hit file, read a range of models at a time; or a folder of them (the workflow's
-    merged hits: one file per shard of the models, in model order by name), read as one.
+    merged hits: one file per shard of the models, in model order by name), read as one; or a list
+    of files and folders, read as one in the list's order (``path`` then names them all, space-separated).
 
     Raises:
         ValueError: one line naming the file when it is missing, cut short or not a hit file.
     """
 
     def __init__(self, path):
-        self.path = os.fspath(path)
-        if os.path.isdir(self.path):
-            paths = sorted(os.path.join(self.path, n) for n in os.listdir(self.path) if n.endswith(".parquet"))
-            if not paths:
-                raise ValueError(f"{self.path}: no hit files (*.parquet) in the folder")
-        else:
-            paths = [self.path]
+        given = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+        if not given:
+            raise ValueError("no hit files given")
+        self.path = " ".join(given)
+        paths = []
+        for p in given:
+            if os.path.isdir(p):
+                files = sorted(os.path.join(p, n) for n in os.listdir(p) if n.endswith(".parquet"))
+                if not files:
+                    raise ValueError(f"{p}: no hit files (*.parquet) in the folder")
+                paths += files
+            else:
+                paths.append(p)
         self._paths, self._files, self._groups = paths, [], []  # (per row group: (file, its row group))
         self._ranges = []  # per row group: (first model, last model, rows)
         self.meta = None

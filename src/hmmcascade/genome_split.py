@@ -16,7 +16,14 @@ for each genome, under ``<outdir>/<sample>/``:
   ``-`` strand (``protein_start``/``protein_end`` keep the residues, ``Target`` the model's);
 
 and ``summary.tsv`` over all genomes (:data:`SUMMARY_COLUMNS`: genes, genes with a domain, the most
-frequent families).
+frequent families); with ``protein_summary``, also the protein summary of every genome's proteins with domains
+(merge's ``--protein-summary`` format, a line per protein of its pfam_scan table, named ``<sample>|<protein>``, the
+genomes in the calls' order), the workflow report's per-protein counts in a genome run.
+
+**The hits.**  The merged hits (``merge --merged-hits``), or every search job's own hit file (a list, read as one,
+in any order): the merge changes no column that the split reads where each domain's reporting does not depend on
+domZ (model cutoffs, a fixed ``--domZ``, or every target in each search job): hits' flags are set with the same Z
+there, and the domains' i-Evalues are ``exp(lnP) * Z``.
 
 **Z.**  ``z="genome"``: each genome's E-values are those of a search of that genome alone (Z its
 proteins, domZ each model's reported proteins of that genome), recomputed from the records' P-values
@@ -47,14 +54,15 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import starmap
 from pathlib import Path
 
 import numpy as np
 
-from .annotate import (PFAM_ACCESSION, AnnotationStream, DomainUnit, gff3_attribute, gff3_seqid, thresholds_note,
-                       unit_annotations)
+from .annotate import (PFAM_ACCESSION, AnnotationStream, DomainUnit, gff3_attribute, gff3_seqid,
+                       protein_summary_line, thresholds_note, unit_annotations)
 from .columnar import HitFile
 from .genomes import GENE_COLUMNS, GenomeInputError
 from .io import InputError
@@ -93,7 +101,7 @@ def genome_span(begin: int, end: int, strand: str, aa_from: int, aa_to: int) -> 
 class _Split:
     """What every task of one split reads (given once to each worker process)."""
 
-    hits_path: str
+    hits_path: tuple  #: the hit files or folders, read as one
     gene_table: str
     spool: str  #: the folder of the scan's spool files (``<task>.arrow``)
     samples: tuple  #: the calls' samples, in their order (a genome's number: its place here)
@@ -110,6 +118,7 @@ class _Split:
     listed: str  #: which domains the tables list, in words
     source: str  #: the CDS features' source column
     proteins: str | None = None  #: the pooled FASTA, whose slices (the calls' ``faa_bytes``) become each ``.faa``
+    protein_summary: bool = False  #: each genome's lines of the protein summary made too
 
 
 _WORKER: dict = {}  #: this process's split (``split``), its hit file and spool tables once opened
@@ -164,7 +173,7 @@ def _spool_rows(table, samples, Z: np.ndarray, split: _Split) -> tuple:
     genome = pc.index_in(pc.list_element(pc.split_pattern(names, pattern="|", max_splits=1), 0), value_set=samples)
     if genome.null_count:
         bad = names[pc.index(pc.is_null(genome), True).as_py()].as_py()
-        raise InputError(f"{split.hits_path}: target {bad!r} is not in the gene table")
+        raise InputError(f"{' '.join(split.hits_path)}: target {bad!r} is not in the gene table")
     genome = genome.to_numpy(zero_copy_only=False).astype(np.int64)
     lists = table.column("domains").combine_chunks()
     offsets = lists.offsets.to_numpy()
@@ -231,7 +240,7 @@ def _genome_units(split: _Split, k: int, parts: list, genes: list[dict]) -> dict
         names = table.column("target_name").to_pylist()
         if not proteins.issuperset(names):
             bad = next(name for name in names if name not in proteins)
-            raise InputError(f"{split.hits_path}: target {bad!r} is not in the gene table")
+            raise InputError(f"{' '.join(split.hits_path)}: target {bad!r} is not in the gene table")
         table = table.filter(table.column("listed"))
         columns = [table.column(name).to_pylist() for name in DomainUnit._fields]
         columns[4] = [name[cut:] for name in columns[4]]
@@ -284,9 +293,9 @@ def _gff3_lines(sample_genes: list[dict], contigs: list, annotations: dict, sour
     return lines
 
 
-def _write_genome(task: tuple[int, list]) -> tuple[dict, str]:
-    """Genome ``k``'s pfam_scan table and GFF3 from its spool rows (``parts``); returns its summary row and
-    its log line."""
+def _write_genome(task: tuple[int, list]) -> tuple[dict, str, str]:
+    """Genome ``k``'s pfam_scan table and GFF3 from its spool rows (``parts``); returns its summary row, its
+    log line and its lines of the protein summary (``""`` unless the split makes one)."""
     from .outfiles import OutputSet, open_output, output_folder
 
     split = _WORKER["split"]
@@ -332,8 +341,10 @@ def _write_genome(task: tuple[int, list]) -> tuple[dict, str]:
            "genes": info["genes"], "genes_with_domains": len(by_protein), "domains": len(annotations),
            "families": len(families_seen), "Z": f"{Z:g}",
            "top_families": ", ".join(f"{name} ({n})" for name, n in top) or "-"}
+    proteins = "".join(f"{sample}|{protein_summary_line(doms)}\n" for doms in by_protein.values()
+                       ) if split.protein_summary else ""
     return row, (f"{sample}: {info['genes']} genes, {len(by_protein)} with domains, {len(annotations)} domains "
-                 f"(Z = {Z:g})")
+                 f"(Z = {Z:g})"), proteins
 
 
 def _gene_bytes(path: str, calls: dict) -> tuple:
@@ -399,9 +410,10 @@ class _Tasks:
 
 def split_genomes(hits_path, gene_table, meta: dict, th, pool_Z: float, *, outdir, summary, z_mode: str = "genome",
                   families=None, significant_only: bool = False, workers: int = 1, proteins=None,
-                  log=sys.stderr) -> list[dict]:
+                  protein_summary=None, log=sys.stderr) -> list[dict]:
     """Write each genome's pfam_scan table and GFF3 (and, with ``proteins``, the pooled FASTA, its ``.faa``)
-    and the summary (see the module's text), in ``workers`` processes; ``meta``: the gene calls' JSON
+    and the summary (with ``protein_summary``, the protein summary too; see the module's text), in ``workers``
+    processes; ``hits_path``: a hit file or folder, or a list of them; ``meta``: the gene calls' JSON
     (:func:`~hmmcascade.genomes.call_all_genes`).  Returns the summary's rows.
 
     Raises:
@@ -422,17 +434,19 @@ def split_genomes(hits_path, gene_table, meta: dict, th, pool_Z: float, *, outdi
     calls = meta["genomes"]
     gene_table = os.fspath(gene_table)
     gene_bytes = _gene_bytes(gene_table, calls)
-    hf = HitFile(hits_path)  # (a bad hit file: one line naming it, before any work)
+    hits = tuple(map(os.fspath, hits_path if isinstance(hits_path, (list, tuple)) else [hits_path]))
+    hf = HitFile(list(hits))  # (a bad hit file: one line naming it, before any work)
     Z = tuple(float(max(1, calls[s]["genes"])) if z_mode == "genome" else pool_Z for s in calls)
     spool = tempfile.mkdtemp(prefix=".split_genomes.", dir=output_folder(outdir))
     split = _Split(
-        hits_path=os.fspath(hits_path), gene_table=gene_table, spool=spool, samples=tuple(calls),
+        hits_path=hits, gene_table=gene_table, spool=spool, samples=tuple(calls),
         gene_bytes=gene_bytes, Z=Z, calls=calls, z_mode=z_mode, th=th, families=families,
         significant_only=significant_only, outdir=os.fspath(outdir),
         gff3_head=f"# hmmcascade {__version__}: genes by pyrodigal {pyrodigal.__version__}",
         translation_table=meta.get("settings", {}).get("translation_table", 11),
         listed="significant domains" if significant_only else "all reported domains",
-        source=f"pyrodigal_v{pyrodigal.__version__}", proteins=None if proteins is None else os.fspath(proteins))
+        source=f"pyrodigal_v{pyrodigal.__version__}", proteins=None if proteins is None else os.fspath(proteins),
+        protein_summary=protein_summary is not None)
     if proteins is not None and any("faa_bytes" not in c for c in calls.values()):
         raise InputError("the gene calls' JSON has no faa_bytes (made by an older hmmcascade genes): call the genes "
                          "again")
@@ -440,13 +454,23 @@ def split_genomes(hits_path, gene_table, meta: dict, th, pool_Z: float, *, outdi
     scans = [(g, min(g + SCAN_ROW_GROUPS, groups), part) for part, g in enumerate(range(0, groups, SCAN_ROW_GROUPS))]
     out_rows = []
     try:
-        with _Tasks(workers, split) as tasks:
+        with _Tasks(workers, split) as tasks, ExitStack() as stack:
             starts = list(tasks.map(_scan, scans))
             scanned = time.perf_counter() - t0
             genomes = [(k, [(part, int(s[k]), int(s[k + 1])) for part, s in enumerate(starts) if s[k + 1] > s[k]])
                        for k in range(len(calls))]
-            for row, line in tasks.map(_write_genome, genomes):
+            pooled = None
+            if protein_summary is not None:  # (put in place once every genome's lines are in)
+                pooled = stack.enter_context(open_output(protein_summary))
+                note = (thresholds_note(th, pool_Z) if z_mode == "pool" else
+                        thresholds_note(th, 1).rpartition("; Z = ")[0] + "; Z = each genome's proteins")
+                pooled.write(f"# hmmcascade {__version__}: {split.listed} of every genome's pfam_scan table, proteins "
+                             f"named <sample>|<protein>; thresholds: {note}\n"
+                             "protein\tlength\tdomains\tarchitecture\taccessions\tclans\n")
+            for row, line, lines in tasks.map(_write_genome, genomes):
                 out_rows.append(row)
+                if pooled is not None:
+                    pooled.write(lines)
                 print(line, file=log, flush=True)
     finally:
         shutil.rmtree(spool, ignore_errors=True)

@@ -36,7 +36,8 @@ with ``model_range`` and ``parts_dir``): its tables' text without head or tail, 
 rows and its runs, cut at :data:`SHARD_PARTS` fixed keys from every target name, go into a folder
 of its own; :func:`merge_parts` then writes each table's head, the parts' text and the tail,
 moves the parts' hit files into one folder, and runs step 2 over all parts' runs.  The outputs
-equal one merge's (tested).
+equal one merge's (tested).  A part made without runs (``protein_runs`` false: a genome run, whose
+per-protein tables are :mod:`hmmcascade.genome_split`'s) gives HMMER's tables and the merged hits alone.
 
 **Memory bound.**  Peak memory is that of the largest of: one block of models (``block_hits``
 hits, or one model's hits where a model alone has more), one row group of a hit file
@@ -381,7 +382,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                     md5s=None, descriptions=None, query_file=None, target_file=None, command: str = "",
                     block_hits: int = BLOCK_HITS, part_rows: int = PART_ROWS, workers: int = 1,
                     model_range: tuple[int, int] | None = None, parts_dir: str | None = None,
-                    names=None, annotation: dict | None = None) -> MergeSummary:
+                    names=None, annotation: dict | None = None, protein_runs: bool = True) -> MergeSummary:
     """Merge hit files into the whole search's outputs (see the module's docs).
 
     Arguments:
@@ -403,9 +404,11 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
             this folder (made whole or not at all): the tables' text without head or tail, the
             merged hit rows, and the sorted runs of the per-protein tables, cut by ``names``.
         names: every target name of the search (with ``parts_dir``: the parts' name cuts, the
-            same in every shard's folder).
+            same in every shard's folder; not needed without ``protein_runs``).
         annotation: options of the per-protein tables but InterProScan's
             (:class:`~hmmcascade.annotate.AnnotationStream`'s ``significant_only`` and ``note``).
+        protein_runs: with ``parts_dir``, the runs of the per-protein tables made too (false: the
+            folder gives :func:`merge_parts` HMMER's tables and the merged hits, no per-protein table).
     """
     from .outfiles import open_output
     from .output import TableStream
@@ -428,11 +431,11 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     summary = MergeSummary(hits=int(counts[lo:hi].sum()), blocks=len(blocks))
 
     if parts_dir is not None:  # (step 1 of one shard of the models: every table, the hit rows and the runs)
-        if names is None:
+        if names is None and protein_runs:
             raise ValueError("a merge into parts needs every target name (the parts' cuts)")
         final, parts_dir = parts_dir, parts_dir.rstrip("/") + ".partial"
         shutil.rmtree(parts_dir, ignore_errors=True)
-        os.makedirs(os.path.join(parts_dir, "runs"))
+        os.makedirs(os.path.join(parts_dir, "runs") if protein_runs else parts_dir)
         outputs = {**{k: os.path.join(parts_dir, k + ".txt") for k in _TABLES},
                    "merged_hits": os.path.join(parts_dir, "hits.parquet")}
     tables = {k: TableStream(k, Z=Z, domZ=th.domZ, query_file=query_file, target_file=target_file,
@@ -454,7 +457,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                 merged = HitFileWriter(stack.enter_context(open_output(outputs["merged_hits"], "wb")), {"Z": Z})
                 stack.callback(merged.abandon)  # (on an error, before its file is dropped; after close(), nothing)
             spool = None
-            if parts_dir is not None:
+            if parts_dir is not None and protein_runs:
                 spool = os.path.join(parts_dir, "runs")
             elif annotations:
                 spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
@@ -464,7 +467,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
 
             # step 1: blocks of models (in worker processes when asked: each block's text, rows and runs are
             # made apart and written here in block order)
-            bounds = (_bounds_of(names, SHARD_PARTS) if parts_dir is not None else
+            bounds = (_bounds_of(names, SHARD_PARTS) if parts_dir is not None and protein_runs else
                       _name_bounds(sources, parts) if annotations else [])
             job = _BlockJob(th=th, Z=Z, inc_by_E=inc_by_E, tables={k: _stream_args(t) for k, t in tables.items()},
                             merged=merged is not None, annotations=spool is not None, spool=spool, bounds=bounds,
@@ -500,8 +503,8 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
         if parts_dir is not None:
             manifest = {"format": PARTS_FORMAT, "Z": Z, "models": [lo, hi], "hits": summary.hits,
                         "reported": summary.reported, "reported_domains": summary.reported_domains,
-                        "blocks": summary.blocks, "bounds": [b.hex() for b in bounds],
-                        "runs": [[os.path.basename(path) for path in part] for part in runs]}
+                        "blocks": summary.blocks, "bounds": [b.hex() for b in bounds], "protein_runs": protein_runs,
+                        "runs": [[os.path.basename(path) for path in part] for part in runs] if protein_runs else []}
             with open(os.path.join(parts_dir, "manifest.json"), "w") as fh:
                 json.dump(manifest, fh)
             shutil.rmtree(final, ignore_errors=True)
@@ -610,8 +613,10 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
         at = m["models"][1]
         if m["Z"] != Z:
             raise ValueError(f"{f}: made with Z = {m['Z']:g}, not {Z:g}")
-        if m["bounds"] != manifests[0]["bounds"]:
-            raise ValueError(f"{f}: its runs are cut by other target names than {folders[0]}'s")
+    with_runs = [(f, m) for f, m in zip(folders, manifests) if m.get("protein_runs", True)]
+    for f, m in with_runs:
+        if m["bounds"] != with_runs[0][1]["bounds"]:
+            raise ValueError(f"{f}: its runs are cut by other target names than {with_runs[0][0]}'s")
     if n_models is not None and at != n_models:
         raise ValueError(f"{folders[-1]}: the parts end at model {at}, but the models file has {n_models}")
     summary = MergeSummary(hits=sum(m["hits"] for m in manifests), reported=sum(m["reported"] for m in manifests),
@@ -619,8 +624,12 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
                            blocks=sum(m["blocks"] for m in manifests))
     date = time.strftime("%d-%m-%Y")
     annotations = _annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
-    runs = [[os.path.join(f, "runs", name) for f, m in zip(folders, manifests) for name in m["runs"][r]]
-            for r in range(len(manifests[0]["runs"]))]
+    if annotations and len(with_runs) < len(folders):
+        bare = next(f for f, m in zip(folders, manifests) if not m.get("protein_runs", True))
+        raise ValueError(f"{bare}: a merge part without per-protein runs (merge --to-parts --no-protein-runs): "
+                         "no per-protein tables (--pfamscan, --gff3, --ipr-tsv, --protein-summary) from it")
+    runs = [[os.path.join(f, "runs", name) for f, m in with_runs for name in m["runs"][r]]
+            for r in range(len(with_runs[0][1]["runs"]) if with_runs else 0)]
     summary.parts, summary.runs = len(runs), sum(len(part) for part in runs)
 
     stop = threading.Event()  # (set on an error: the copying threads end at their next chunk)

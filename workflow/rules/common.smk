@@ -55,6 +55,8 @@ def get_genomes():
 #: the samples of a genome run (workflow/rules/genomes.smk): their proteins, pooled, are the targets
 GENOMES = get_genomes()
 GENOME_PROTEINS = "results/genomes/proteins.faa"
+#: ... and the protein summary of every genome's pfam_scan table (split_genomes; the report's per-protein counts)
+GENOME_PROTEIN_SUMMARY = "results/genomes/proteins.tsv"
 
 
 def get_sequences():
@@ -257,9 +259,12 @@ def total_cores():
     return workflow.resource_settings.cores or 1
 
 
-FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout", "results/hmmcascade.alignments.txt",
-                "results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3", "results/hmmcascade.interproscan.tsv",
-                "results/hmmcascade.proteins.tsv"]
+#: the pooled search's per-protein tables (merge_hits): pfam_scan's, GFF3, InterProScan's TSV, the protein summary;
+#: not made in a genome run, whose per-protein tables are each genome's (split_genomes)
+PROTEIN_TABLES = ["results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3", "results/hmmcascade.interproscan.tsv",
+                  "results/hmmcascade.proteins.tsv"]
+FINAL_TABLES = ["results/hmmcascade.tblout", "results/hmmcascade.domtblout",
+                "results/hmmcascade.alignments.txt"] + ([] if GENOMES else PROTEIN_TABLES)
 
 
 ACCURACY_OUTPUTS = ["results/accuracy.json", "results/accuracy.txt", "results/accuracy_rows.tsv"]
@@ -291,7 +296,7 @@ def get_final_outputs():
     outputs += provenance_files()
     if GENOMES:  # (workflow/rules/genomes.smk)
         outputs += [f"results/genomes/{s}/{s}{ext}" for s in GENOMES for ext in GENOME_OUTPUTS]
-        outputs += ["results/genomes/summary.tsv"]
+        outputs += ["results/genomes/summary.tsv", GENOME_PROTEIN_SUMMARY]
     return outputs
 
 

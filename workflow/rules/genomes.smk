@@ -1,9 +1,11 @@
 # Genomes (config genomes; the samples are read in common.smk, GENOMES): pyrodigal's gene calls of every
 # genome in one job (a process per core, a genome a task; its log gives each genome's genes and seconds and
 # the genomes per hour), their proteins pooled as the search's targets (get_sequences: GENOME_PROTEINS), so
-# each search job takes a shard of every genome's proteins, not one genome; after the merge, the pooled hits
-# are split back per genome: each genome's pfam_scan table and GFF3 (CDS and Pfam domains on its contigs),
-# and a summary over all genomes in the report.
+# each search job takes a shard of every genome's proteins, not one genome; the pooled hits are split back
+# per genome: each genome's pfam_scan table and GFF3 (CDS and Pfam domains on its contigs), a summary over all
+# genomes in the report, and the protein summary of all genomes that the report's plots count (the merge makes
+# no pooled per-protein table in a genome run). The split reads the search jobs' own hits where the merge
+# changes none of the columns it reads (split_hits), and then runs beside the merges.
 
 
 def genome_sources():
@@ -18,6 +20,24 @@ def gene_args():
     args = ["--mode", g.get("mode", "auto"), "--translation-table", g.get("translation_table", 11),
             "--single-min-bp", g.get("single_min_bp", 100000)]
     return [str(a) for a in args] + (["--closed"] if g.get("closed") else [])
+
+
+def split_hits():
+    """The hits split_genomes reads: every search job's own hit folder where the merge sets no flag that the split
+    reads otherwise (hmmcascade.genome_split: model cutoffs, thresholds.domZ, or one batch of the targets, whose
+    search jobs each hold every target of their models; the merge's other change, domZ's c-Evalues, is not read),
+    so that it runs beside the merges; else the merged hits (E-value thresholds over batches of the targets: a
+    domain's reporting depends on domZ, the model's reported targets over all batches)."""
+    if get_cut() or config["thresholds"].get("domZ") or N_SEQUENCE_SHARDS == 1:
+        return expand("results/search/batch{batch}" + SHARD + ".hits.parquet", batch=BATCHES, shard=MODEL_SHARDS)
+    return ["results/hits.parquet"]
+
+
+#: whether split_genomes reads the search jobs' hits (split_hits): it then starts with the last shard's merge, after
+#: the last search, and each takes half the cores (merge_shard's threads, search.smk); else it follows the merge,
+#: beside the comparison (2 threads)
+SPLIT_BESIDE_MERGES = bool(GENOMES) and split_hits() != ["results/hits.parquet"]
+GENOME_SPLIT_THREADS = max(1, total_cores() - total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, total_cores() - 2)
 
 
 def genome_z_per():
@@ -65,7 +85,7 @@ if GENOMES:
 
     rule split_genomes:
         input:
-            hits="results/hits.parquet",
+            hits=split_hits(),
             proteins=GENOME_PROTEINS,
             genes="results/genomes/genes.tsv",
             meta="results/genomes/genomes.json",
@@ -76,6 +96,8 @@ if GENOMES:
             pfamscan=[f"results/genomes/{s}/{s}.pfam_scan.tsv" for s in GENOMES],
             gff3=[f"results/genomes/{s}/{s}.gff3" for s in GENOMES],
             faa=[f"results/genomes/{s}/{s}.faa" for s in GENOMES],
+            # (the report's per-protein counts: the merge makes no pooled protein summary in a genome run)
+            proteins=report(GENOME_PROTEIN_SUMMARY, caption="../report/genome_proteins.rst", category="Genomes"),
         params:
             py=PY,
             outdir=lambda wildcards, output: os.path.dirname(output.summary),
@@ -90,11 +112,12 @@ if GENOMES:
             "logs/split_genomes/split.log",
         benchmark:
             "logs/benchmarks/split_genomes.tsv"
-        # the hits read and the genomes written by a process per core: the split follows the merge, on the
-        # critical path, beside the comparison (2 threads)
-        threads: max(1, total_cores() - 2)
+        # the hits read and the genomes written by a process per core, on the critical path: beside the last
+        # shard's merge or after the merge (GENOME_SPLIT_THREADS)
+        threads: GENOME_SPLIT_THREADS
         shell:
             "{params.py} -m hmmcascade split-genomes {input.hits:q} --proteins {input.proteins:q}"
             " --genes {input.genes:q} --meta {input.meta:q}"
-            " --outdir {params.outdir:q} --summary {output.summary:q} --z-per {params.z_per:q} {params.z:q}"
+            " --outdir {params.outdir:q} --summary {output.summary:q} --protein-summary {output.proteins:q}"
+            " --z-per {params.z_per:q} {params.z:q}"
             " {params.dat:q} {params.annotation:q} {params.thresholds:q} --cpu {threads} 2> {log:q}"

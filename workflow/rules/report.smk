@@ -11,12 +11,12 @@ ACCURACY_ROWS = "results/accuracy_rows.tsv"
 def get_report_inputs():
     """The files the plots read: the comparison's rows where the run compares with pyhmmer, the fetch
     provenance where it downloads, besides the statistics, the protein summary (the pfam_scan table's
-    domains, a line per protein) and prepare's counts."""
+    domains, a line per protein; a genome run's: split_genomes', of every genome's table) and prepare's counts."""
     inputs = {
         "stats": "results/stats.json",
         "search_stats": expand("results/search/batch{batch}" + SHARD + ".stats.json", batch=BATCHES,
                                shard=MODEL_SHARDS),
-        "proteins": "results/hmmcascade.proteins.tsv",
+        "proteins": GENOME_PROTEIN_SUMMARY if GENOMES else "results/hmmcascade.proteins.tsv",
         "meta": "results/prepared/sequences.json",
     }
     if compare_enabled():

@@ -3,6 +3,8 @@
 # whole search's thresholds (Z = all targets, domZ = reported targets per model) and writes HMMER's
 # tables, alignments, pfam_scan's table and GFF3: each shard of the models is merged (merge_shard)
 # as soon as its searches end, beside the next shard's search, and merge_hits puts the parts together.
+# A genome run's merge writes HMMER's tables, alignments and merged hits alone: its per-protein
+# tables are each genome's (split_genomes, genomes.smk).
 # A new merge first removes the last comparison's accuracy files: they described the old tables,
 # and must not stand beside missing or new ones if this merge fails.
 
@@ -54,7 +56,7 @@ rule search_batch:
 rule merge_shard:
     # one shard of the models over every batch of the targets: its hits are final (Z: all targets;
     # domZ: each model's reported targets, all in these files), so its tables' text, merged hits and
-    # per-protein runs are made now, while the GPU searches the next shard
+    # per-protein runs (none in a genome run) are made now, while the GPU searches the next shard
     input:
         hits=expand("results/search/batch{batch}" + SHARD + ".hits.parquet", batch=BATCHES, allow_missing=True),
         meta="results/prepared/sequences.json",
@@ -67,17 +69,19 @@ rule merge_shard:
         z=z_args("results/prepared/sequences.json"),
         thresholds=threshold_args(),
         shard=model_shard_args,
+        runs=lambda wildcards, input: ["--no-protein-runs"] if GENOMES else ["--seqs", *input.batches],
     conda:
         ENV
     log:
         "logs/merge_shard/part" + SHARD + ".log",
     benchmark:
         "logs/benchmarks/merge_shard/part" + SHARD + ".tsv"
-    # formatting in worker processes, leaving cores to the search job and pyhmmer's reference beside it
-    threads: max(1, total_cores() - 3)
+    # formatting in worker processes, leaving cores to the search job and pyhmmer's reference beside it;
+    # half the cores where split_genomes runs beside the last one (SPLIT_BESIDE_MERGES, genomes.smk)
+    threads: max(1, total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, total_cores() - 3)
     shell:
         "{params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --to-parts {output:q}"
-        " {params.shard:q} --seqs {input.batches:q} --cpu {threads} {params.z:q} {params.thresholds:q} 2> {log:q}"
+        " {params.shard:q} {params.runs:q} --cpu {threads} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
 
 rule merge_hits:
@@ -86,18 +90,22 @@ rule merge_hits:
         stats=expand("results/search/batch{batch}" + SHARD + ".stats.json", batch=BATCHES, shard=MODEL_SHARDS),
         meta="results/prepared/sequences.json",
         models="results/prepared/models.hmmc",
-        batches=expand("results/prepared/batch{batch}.npz", batch=BATCHES),
-        dat=get_pfam_dat(),
+        # (the sequences' MD5s and the families: the per-protein tables', not made in a genome run)
+        batches=[] if GENOMES else expand("results/prepared/batch{batch}.npz", batch=BATCHES),
+        dat=[] if GENOMES else get_pfam_dat(),
     output:
         # (the tables people open are in the report: snakemake --report; the alignments, often the largest,
         # and InterProScan's TSV, a format for other tools, are not)
         tblout=report("results/hmmcascade.tblout", caption="../report/tblout.rst", category="Tables"),
         domtblout=report("results/hmmcascade.domtblout", caption="../report/domtblout.rst", category="Tables"),
         alignments="results/hmmcascade.alignments.txt",
-        pfamscan=report("results/hmmcascade.pfam_scan.tsv", caption="../report/pfam_scan.rst", category="Tables"),
-        gff3=report("results/hmmcascade.gff3", caption="../report/gff3.rst", category="Tables"),
-        ipr="results/hmmcascade.interproscan.tsv",
-        proteins=report("results/hmmcascade.proteins.tsv", caption="../report/proteins.rst", category="Tables"),
+        # (the per-protein tables, PROTEIN_TABLES: not in a genome run, whose are each genome's, split_genomes')
+        **({} if GENOMES else dict(
+            pfamscan=report("results/hmmcascade.pfam_scan.tsv", caption="../report/pfam_scan.rst", category="Tables"),
+            gff3=report("results/hmmcascade.gff3", caption="../report/gff3.rst", category="Tables"),
+            ipr="results/hmmcascade.interproscan.tsv",
+            proteins=report("results/hmmcascade.proteins.tsv", caption="../report/proteins.rst", category="Tables"),
+        )),
         # (a folder of Parquet hit files, one per shard of the models: the shards' own, not written again)
         hits=directory("results/hits.parquet"),
         stats="results/stats.json",
@@ -105,8 +113,9 @@ rule merge_hits:
         py=PY,
         z=z_args("results/prepared/sequences.json"),
         thresholds=threshold_args(),
-        dat=pfam_dat_arg,
-        annotation=annotation_args(),
+        proteins=lambda wildcards, input, output: [] if GENOMES else [
+            "--pfamscan", output.pfamscan, "--gff3", output.gff3, *pfam_dat_arg(wildcards, input), *annotation_args(),
+            "--ipr-tsv", output.ipr, "--protein-summary", output.proteins, "--seqs", *input.batches],
         stale=ACCURACY_OUTPUTS,
     conda:
         ENV
@@ -115,16 +124,16 @@ rule merge_hits:
     # wall time, peak memory (max_rss, MB) and CPU time of the job (Snakemake's benchmark table)
     benchmark:
         "logs/benchmarks/merge_hits.tsv"
-    # the shards' tables appended, their hit rows copied, the per-protein tables made in parallel; each
-    # part's file removed once used (the disk holds the outputs and little more), so on a failure the
-    # parts are removed whole, to be made again by the next run
-    threads: 16
+    # the shards' tables appended, their hit rows copied, the per-protein tables made in parallel (none in a
+    # genome run: two threads, its three tables copied beside split_genomes); each part's file removed once
+    # used (the disk holds the outputs and little more), so on a failure the parts are removed whole, to be
+    # made again by the next run
+    threads: 2 if GENOMES else 16
     shell:
         "rm -f {params.stale:q} && {params.py} -m hmmcascade merge --from-parts {input.parts:q} --remove-parts"
         " --models {input.models:q}"
         " --merged-hits {output.hits:q}"
         " --tblout {output.tblout:q} --domtblout {output.domtblout:q} --alignments {output.alignments:q}"
-        " --pfamscan {output.pfamscan:q} --gff3 {output.gff3:q} {params.dat:q} {params.annotation:q}"
-        " --ipr-tsv {output.ipr:q} --protein-summary {output.proteins:q} --seqs {input.batches:q}"
+        " {params.proteins:q}"
         " --stats {output.stats:q} --batch-stats {input.stats:q} --cpu {threads} {params.z:q} {params.thresholds:q}"
         " 2> {log:q} || {{ rm -rf {input.parts:q}; exit 1; }}"

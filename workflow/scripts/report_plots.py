@@ -282,7 +282,8 @@ def main(argv=None) -> int:
     p.add_argument("--outdir", required=True)
     p.add_argument("--stats", required=True, help="the merged per-stage statistics (results/stats.json)")
     p.add_argument("--search-stats", nargs="+", required=True, help="each search job's --stats JSON")
-    p.add_argument("--proteins", required=True, help="the protein summary (hmmcascade.proteins.tsv)")
+    p.add_argument("--proteins", required=True,
+                   help="the protein summary (hmmcascade.proteins.tsv; a genome run: results/genomes/proteins.tsv)")
     p.add_argument("--meta", required=True, help="prepare --meta JSON (targets, residues)")
     p.add_argument("--accuracy-rows", default=None, help="the comparison's rows (accuracy_rows.tsv)")
     p.add_argument("--provenance", nargs="*", default=[], help="fetch provenance JSON files")
