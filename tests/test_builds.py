@@ -45,9 +45,13 @@ def test_a_search_needs_only_its_models_widths():
     gpu = SearchOptions().resolved(True)
     parts = search_parts(gpu, np.array([40, 100, 120]))  # short models: warp width 4 only
     assert ("viterbi", ("-DHMMC_PART=1",)) in parts and ("viterbi", ("-DHMMC_PART=2",)) not in parts
-    assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7, 13)}
+    # (region_forward's warp parts only where asked for: its default is serial, issue 26)
+    assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7)}
+    warp = search_parts(SearchOptions(region_forward="warp").resolved(True), np.array([40, 100, 120]))
+    assert {p for p in warp if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7, 13)}
     assert ("msv", ()) in parts and ("null2", ()) in parts
-    every = search_parts(gpu, np.array([100, 200, 300, 500, 700, 1000, 3000]))
+    every = search_parts(SearchOptions(region_forward="warp").resolved(True),
+                         np.array([100, 200, 300, 500, 700, 1000, 3000]))
     assert len(every) == sum(PROGRAM_PARTS.values()) + 6  # every part, and the six whole programs
     cpu = search_parts(SearchOptions().resolved(False), np.array([100, 3000]))  # serial kernels: parts 0
     assert {p for p in cpu if p[0] in PROGRAM_PARTS} == {(n, ("-DHMMC_PART=0",)) for n in PROGRAM_PARTS}

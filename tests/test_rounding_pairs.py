@@ -138,3 +138,54 @@ def test_hmmer_itself_flips_to_our_row_under_a_rounding_sized_perturbation(pair)
         if our_row in seen:
             break
     assert our_row in seen, seen
+
+
+# -- the region Forward matrices (issue 26, found 2026-11-26 on an H100) -------------------------------------
+# Two more pairs, cut out of the dev data (tests/data/region_forward_pairs.*: Pfam 35.0's CbiA and DAO, two dev
+# proteins), whose rows only region_forward's warp kernel gets wrong: it writes a multi-domain region's
+# Forward matrix (region_ensemble samples 200 traces from it) with another order of sums than HMMER's, and the
+# traces it samples flip.  CbiA x efae|YP_005353338.1 at Z = 561,960 (the Pfam-A x Swiss-Prot-sized run,
+# pfamA_like x sprot_like x 60, whose compare rule failed on it): HMMER reports it at E = 9.886; with the
+# warp kernel the envelope ends at 226, not 228, the score drops 0.041 bits, E = 10.18, and the hit is lost in
+# all 60 copies.  DAO x ecoli|OCTAPRENYL-METHOXYPHENOL-OH-MONOMER at Z = 9,366 (the dev search on the H100):
+# domain 1's envelope 2-70 instead of HMMER's 2-64.  With region_forward=serial (envelope's mode 0, HMMER's
+# striped order; the default on every device since) and the other warp kernels (the GPU's defaults), both
+# rows are HMMER's; on the H100 the whole dev search then had no coordinate differing from pyhmmer's
+# (benchmarks/results/2026-11-26_h100_region_forward_rows.json).
+RF_HMMS = DATA / "region_forward_pairs.hmm.gz"
+RF_SEQS = DATA / "region_forward_pairs.faa"
+RF_PAIRS = {("CbiA", "efae|YP_005353338.1"): 561960, ("DAO", "ecoli|OCTAPRENYL-METHOXYPHENOL-OH-MONOMER"): 9366}
+#: the GPU's default kernels (region_forward serial), on whatever device runs the tests
+GPU_DEFAULTS = dict(WARP, region_forward="serial")
+
+
+def _rf_rows(device, pair, options=None):
+    """(ours, HMMER's) rows of the pair at its Z: (reported, E-value to 3 digits, score to 0.01, domains)."""
+    Z = RF_PAIRS[pair]
+    db = profiles.press([h for h in io.read_hmms(RF_HMMS) if h.name == pair[0]])
+    seqs = io.read_sequences(RF_SEQS)
+    res = cascade.search(db, seqs, device, cascade.Thresholds(Z=Z), options=options)
+    ours = [(round(h.score, 2), float(f"{h.evalue:.3g}"), [_coords(d) for d in h.domains if d.reported])
+            for h in res.records if h.reported and h.target_name == pair[1]]
+    with pyhmmer.plan7.HMMFile(str(RF_HMMS)) as f:
+        hmm = next(h for h in f if _str(h.name) == pair[0])
+    with pyhmmer.easel.SequenceFile(str(RF_SEQS), digital=True) as f:
+        hits = next(iter(pyhmmer.hmmsearch([hmm], f.read_block(), Z=Z, cpus=1)))
+    ref = [(round(h.score, 2), float(f"{h.evalue:.3g}"),
+            [(d.env_from, d.env_to, d.alignment.target_from, d.alignment.target_to, d.alignment.hmm_from,
+              d.alignment.hmm_to) for d in h.domains.reported]) for h in hits.reported if _str(h.name) == pair[1]]
+    return ours, ref
+
+
+@pytest.mark.parametrize("pair", sorted(RF_PAIRS))
+def test_region_forward_pairs_are_hmmers_on_the_gpus_default_kernels(device, pair):
+    ours, ref = _rf_rows(device, pair, SearchOptions(**GPU_DEFAULTS))
+    assert len(ref) == 1 and ours == ref
+    assert _rf_rows(device, pair)[0] == ref  # (the device's own defaults)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26: region_forward_warp's matrices are not in HMMER's striped order")
+@pytest.mark.parametrize("pair", sorted(RF_PAIRS))
+def test_region_forward_pairs_are_hmmers_on_the_warp_region_forward(device, pair):
+    ours, ref = _rf_rows(device, pair, SearchOptions(**WARP))
+    assert ours == ref

@@ -4,8 +4,10 @@ takes, and what it falls back to; and from the tables, the program parts a searc
 A stage's option (:class:`~hmmcascade.options.SearchOptions`: ``viterbi``, ``forward``, ``decode``,
 ``envelope``, ``region_forward``) names the first variant tried; a model the variant does not take
 falls to the next in its table, and the last takes every model.  All variants of a table give the
-same results (the warp kernels sum in the same order as the others, to float rounding where the
-stage's docs say so); which one runs changes only the time.
+same results to float rounding (the stage's docs say where the order of sums differs), and which one
+runs changes the time; but rounding decides some rows (issue 26): region_forward's warp kernel is not in
+HMMER's striped order, and the stochastic traces sampled from its matrices flip some envelopes and
+scores, so its default is serial on every device.
 
 ==============  ==========================================  =========================================
 option          variants, in fallback order                  which models each takes

@@ -12,7 +12,8 @@ returns for each, bit for bit: the region's null2 scores and its envelopes.
    ``kernel_table.WARP_MAX_NODES`` (1,024) nodes) ``region_forward_warp<C>``, the same matrix
    (to float rounding) with a warp per region and C nodes per lane.
    The option ``region_forward`` ("warp" or "serial"; :class:`~hmmcascade.options.SearchOptions`)
-   chooses (default: warp on GPUs).
+   chooses (default: serial on every device: the traces sampled from the matrix decide the envelopes,
+   and the warp kernel's rounding, not HMMER's striped order, flips some; issue 26).
 2. Kernel ``region_ensemble`` reads those matrices where they are, a
    work-group per region (a warp on GPUs, taking a round of a trace's steps
    at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
@@ -154,7 +155,7 @@ class RegionEnsembles:
         self.k_forward_warp = WarpKernels(dev, TABLES["region_forward"].variants[0])
         self.stats = EnsembleStats()
         opts = launches.options
-        #: the Forward matrices' kernels: "warp" (region_forward_warp<C>, default on GPUs) or "serial"
+        #: the Forward matrices' kernels: "serial" (the default) or "warp" (region_forward_warp<C>)
         self.forward_path = choose("region_forward", opts.region_forward, dev.is_gpu)
         #: :meth:`run`'s default backend: "device" or "python"
         self.backend = choose("ensemble", opts.ensemble, dev.is_gpu)
