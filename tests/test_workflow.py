@@ -118,6 +118,13 @@ def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
                          capture_output=True, text=True, timeout=300)
     jobs = [b for b in dry.stdout.split("rule ")[1:] if b.startswith("search_batch:")]
     assert len(jobs) == 6 and all(re.search(r"gpu=1, runtime=\d+, mem_mb=\d+", b) for b in jobs), dry.stdout[-2000:]
+    # the first shard of the models is searched first (priority 1; pyhmmer's reference waits for it), also
+    # in the real run above, one search at a time (gpu=1)
+    first = [b for b in jobs if "shard=1" in b.split("\n\n")[0]]
+    assert len(first) == 2 and all("priority: 1" in b for b in first), dry.stdout[-2000:]
+    assert not any("priority:" in b for b in jobs if b not in first)
+    ended = sorted((tmp_path / "results/search").glob("*.stats.json"), key=lambda p: p.stat().st_mtime_ns)
+    assert [p.name.split(".")[1] for p in ended][:2] == ["m1", "m1"], [p.name for p in ended]
 
 
 @pytest.mark.parametrize("models, shards, jobs", [(48, {}, (3, 1)), (48, {"sequences": 2}, (2, 2)),

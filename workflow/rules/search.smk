@@ -45,6 +45,9 @@ rule search_batch:
         gpu=1,
         mem_mb=search_mem_mb,
         runtime=search_runtime,
+    # the first shard of the models before the others: pyhmmer's reference (compare.smk) starts when its
+    # searches end, and runs beside the rest (without it Snakemake may take that shard last)
+    priority: lambda wildcards: 1 if getattr(wildcards, "shard", MODEL_SHARDS[0]) == MODEL_SHARDS[0] else 0
     threads: 1
     shell:
         "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} -o /dev/null --hits {output.hits:q}"
