@@ -39,9 +39,14 @@ for f in sorted(glob.glob("results/search/*.stats.json")):
 P
   for f in logs/benchmarks/*.tsv logs/benchmarks/*/*.tsv; do printf "%s\t" "$f"; tail -1 $f | cut -f1; done
   grep -h "compared\|identical" results/accuracy.txt | head -4
-  md5sum results/hmmcascade.tblout results/hmmcascade.domtblout results/hmmcascade.pfam_scan.tsv results/hmmcascade.gff3 | tee $D/md5_$g.txt
+  # (rows only: the tables' tails name the date and the merge's command)
+  for f in results/hmmcascade.tblout results/hmmcascade.domtblout results/hmmcascade.alignments.txt \
+           results/hmmcascade.pfam_scan.tsv results/hmmcascade.gff3 results/hmmcascade.interproscan.tsv; do
+    echo "$(grep -v '^#' $f | md5sum | cut -d' ' -f1) $(grep -vc '^#' $f) $f"
+  done | tee $D/md5_$g.txt
+  cp $D/snakemake$g.log $OUT/ 2>/dev/null; cp logs/compare/compare.log $OUT/compare_$g.log 2>/dev/null
   awk -F', ' '{u[$2]+=($4>0)} END {for (i in u) print "GPU " i ": samples busy " u[i]}' $D/gpu$g.csv
   tar czf $OUT/wfm_logs_$g.tgz logs $D/snakemake$g.log $D/gpu$g.csv results/accuracy.txt results/stats.json 2>/dev/null
 done
-cmp <(cut -d' ' -f1 $D/md5_1.txt) <(cut -d' ' -f1 $D/md5_$NGPU.txt) && echo "tables identical between 1 and $NGPU GPUs"
+cmp $D/md5_1.txt $D/md5_$NGPU.txt && echo "tables' rows identical between 1 and $NGPU GPUs"
 echo DONE
