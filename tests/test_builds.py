@@ -37,6 +37,7 @@ def test_tables_pick_the_variant_and_width_or_fall_back():
                                         vit.pick("serial", 300))] == [("warp", 12), ("wg", 0), ("serial", 0)]
     assert TABLES["envelope"].pick("warp", 2000)[0].kernel == "envelope_wg"
     assert TABLES["region_forward"].pick("warp", 2000)[0].kernel == "envelope"
+    assert TABLES["region_forward"].pick("lanes", 300)[0].kernel == "region_forward_lanes"
     with pytest.raises(ValueError, match="no variant"):
         vit.chain("tiled")
 

@@ -273,6 +273,21 @@ def test_warp_forward_matrices_equal_serial(default_regions, monkeypatch, force)
     assert worst_cell < 1e-5 and worst_x < 1e-5
 
 
+def test_lanes_forward_matrices_equal_serial_bit_for_bit(default_regions, monkeypatch):
+    """region_forward_lanes (four work-items per region, one per HMMER lane) computes each lane of
+    envelope's mode 0 (forward_matrix_striped, HMMER's striped order) in the same order: on the default
+    search's 118 regions (models of 34..840 nodes: the fully serial D passes below 100 nodes and the
+    early-ending ones above) every cell and special is the same float, the rescaled rows included."""
+    ref, _ = forward_matrices(default_regions, monkeypatch, "serial")
+    got, used = forward_matrices(default_regions, monkeypatch, "lanes")
+    M = default_regions.engine.db.M[default_regions.model]
+    assert not used and len(got) == len(ref) == len(default_regions) and M.min() < 100 < M.max()
+    for r in ref:
+        (F0, x0), (F1, x1) = ref[r], got[r]
+        assert np.array_equal(F0, F1) and np.array_equal(x0, x1), r
+    assert any((x0[:, 5] > 1).any() for _, x0 in ref.values())  # (some rows rescaled)
+
+
 def test_warp_forward_regions_equal_python(default_regions, default_reference, monkeypatch):
     """region_forward="warp": the device ensembles equal ensemble.py's on the same (warp)
     matrices bit for bit, with no host fallback; against the serial matrices' results (default_reference)

@@ -149,9 +149,9 @@ def test_hmmer_itself_flips_to_our_row_under_a_rounding_sized_perturbation(pair)
 # warp kernel the envelope ends at 226, not 228, the score drops 0.041 bits, E = 10.18, and the hit is lost in
 # all 60 copies.  DAO x ecoli|OCTAPRENYL-METHOXYPHENOL-OH-MONOMER at Z = 9,366 (the dev search on the H100):
 # domain 1's envelope 2-70 instead of HMMER's 2-64.  With region_forward=serial (envelope's mode 0, HMMER's
-# striped order; the default on every device since) and the other warp kernels (the GPU's defaults), both
-# rows are HMMER's; on the H100 the whole dev search then had no coordinate differing from pyhmmer's
-# (benchmarks/results/2026-11-26_h100_region_forward_rows.json).
+# striped order) and the other warp kernels (the GPU's defaults), both rows are HMMER's; on the H100 the whole
+# dev search then had no coordinate differing from pyhmmer's (benchmarks/results/2026-11-26_h100_region_forward_rows.json).
+# region_forward=lanes (four work-items a region: the same floats as serial, tests/test_ensemble_gpu.py) too.
 RF_HMMS = DATA / "region_forward_pairs.hmm.gz"
 RF_SEQS = DATA / "region_forward_pairs.faa"
 RF_PAIRS = {("CbiA", "efae|YP_005353338.1"): 561960, ("DAO", "ecoli|OCTAPRENYL-METHOXYPHENOL-OH-MONOMER"): 9366}
@@ -181,6 +181,7 @@ def _rf_rows(device, pair, options=None):
 def test_region_forward_pairs_are_hmmers_on_the_gpus_default_kernels(device, pair):
     ours, ref = _rf_rows(device, pair, SearchOptions(**GPU_DEFAULTS))
     assert len(ref) == 1 and ours == ref
+    assert _rf_rows(device, pair, SearchOptions(**dict(WARP, region_forward="lanes")))[0] == ref
     assert _rf_rows(device, pair)[0] == ref  # (the device's own defaults)
 
 

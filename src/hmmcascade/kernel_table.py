@@ -7,7 +7,7 @@ falls to the next in its table, and the last takes every model.  All variants of
 same results to float rounding (the stage's docs say where the order of sums differs), and which one
 runs changes the time; but rounding decides some rows (issue 26): region_forward's warp kernel is not in
 HMMER's striped order, and the stochastic traces sampled from its matrices flip some envelopes and
-scores, so its default is serial on every device.
+scores, so its default is serial, in HMMER's order (as is lanes, the same floats by four work-items a region).
 
 ==============  ==========================================  =========================================
 option          variants, in fallback order                  which models each takes
@@ -24,6 +24,7 @@ envelope        warp: ``envelope_warp<C>``                   up to :data:`WARP_M
                 serial: ``envelope``                         any
 region_forward  warp: ``region_forward_warp<C>``             up to :data:`WARP_MAX_NODES` nodes
                 serial: ``envelope`` (Forward-only mode)     any
+                lanes: ``region_forward_lanes``              any (chosen by name only)
 ==============  ==========================================  =========================================
 
 A warp kernel holds C nodes per lane in registers, 32 lanes: a model of M nodes runs the
@@ -138,7 +139,8 @@ TABLES: dict[str, KernelTable] = {
     "envelope": KernelTable("envelope", (_warp("domains", "envelope_warp{c}", 7), Variant("wg", "domains", "envelope_wg"),
                                          Variant("serial", "domains", "envelope"))),
     "region_forward": KernelTable("region_forward", (_warp("domains", "region_forward_warp{c}", 13),
-                                                     Variant("serial", "domains", "envelope"))),
+                                                     Variant("serial", "domains", "envelope"),
+                                                     Variant("lanes", "domains", "region_forward_lanes"))),
 }
 
 #: programs built in parts (``-DHMMC_PART=0 .. n-1``): part 0 the non-warp kernels, then one part

@@ -8,12 +8,13 @@ returns for each, bit for bit: the region's null2 scores and its envelopes.
 
 1. Kernel ``envelope`` (``hmmcascade/kernels/domains.cl``) in mode 0 writes each
    region's multihit Forward matrix (length model of the whole target) into
-   device scratch: one work-item per region, or on GPUs (for models of up to
-   ``kernel_table.WARP_MAX_NODES`` (1,024) nodes) ``region_forward_warp<C>``, the same matrix
-   (to float rounding) with a warp per region and C nodes per lane.
-   The option ``region_forward`` ("warp" or "serial"; :class:`~hmmcascade.options.SearchOptions`)
-   chooses (default: serial on every device: the traces sampled from the matrix decide the envelopes,
-   and the warp kernel's rounding, not HMMER's striped order, flips some; issue 26).
+   device scratch: one work-item per region; or ``region_forward_warp<C>`` (for models of up to
+   ``kernel_table.WARP_MAX_NODES`` (1,024) nodes), the same matrix to float rounding with a warp
+   per region and C nodes per lane; or ``region_forward_lanes`` (four work-items per region, one per lane of HMMER's striped vectors:
+   the same floats as mode 0). The option ``region_forward`` ("lanes", "serial" or "warp";
+   :class:`~hmmcascade.options.SearchOptions`) chooses (default: serial on every device: the traces
+   sampled from the matrix decide the envelopes, and the warp kernel's rounding, not HMMER's striped
+   order, flips some; issue 26; lanes is not yet timed on a GPU).
 2. Kernel ``region_ensemble`` reads those matrices where they are, a
    work-group per region (a warp on GPUs, taking a round of a trace's steps
    at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
@@ -152,6 +153,8 @@ class RegionEnsembles:
         #: the regions' multihit Forward matrices: the envelope kernel's mode 0, a work-item per
         #: region, or a warp per region with C nodes per lane (forward_path "warp")
         self.k_forward = dev.kernel("domains", "envelope")
+        #: ... or four work-items per region, one per lane of HMMER's striped vectors (forward_path "lanes")
+        self.k_forward_lanes = dev.kernel("domains", "region_forward_lanes")
         self.k_forward_warp = WarpKernels(dev, TABLES["region_forward"].variants[0])
         self.stats = EnsembleStats()
         opts = launches.options
@@ -332,6 +335,8 @@ class RegionEnsembles:
                         scr, run_off, *keep[:8])
                 if c:  # a warp per region, C nodes per lane
                     evs_f.append(self.k_forward_warp[c](q, (kr * 32,), (32,), *args))
+                elif fwd_path == "lanes":  # four work-items per region
+                    evs_f.append(self.k_forward_lanes(q, (kr * 4,), (4,), *args))
                 else:
                     evs_f.append(self.k_forward(q, (round_up(kr, LOCAL_SIZE),), (LOCAL_SIZE,), *args))
             ev_e, reads = None, None

@@ -1092,6 +1092,159 @@ __kernel void envelope(
 
 
 /* ---------------------------------------------------------------------------------------------
+ * region_forward_lanes: envelope's Forward-only mode (mode & 1 == 0: a multi-domain region's multihit
+ * Forward matrix, sampled from by region_ensemble) with four work-items per job, one per lane of
+ * HMMER's striped vectors: work-item c computes component c of every float4 operation of
+ * forward_matrix_striped, in the same order, so the matrix, the specials and the score are the same
+ * floats (HMMER's p7_Forward; docs/hmmer-striped-order.md).  Lane c holds nodes c Q + 1 .. c Q + Q,
+ * contiguous in the node-ordered rows.  What crosses lanes goes through local memory: the right
+ * shifts (the previous row's cells of node c Q, read from the matrix after the row's barrier; the
+ * D->D carries), the lane-crossing passes' "changed anything" test, and E's horizontal sum
+ * (a0 + a1) + (a2 + a3).  The specials are computed by every work-item alike; work-item 0 stores
+ * them.  Same arguments and outputs as envelope's mode 0.
+ * --------------------------------------------------------------------------------------------- */
+#if !defined(HMMC_PART) || HMMC_PART == 0
+__kernel __attribute__((reqd_work_group_size(4, 1, 1)))
+void region_forward_lanes(
+    __global const uchar *dsq, __global const long *seq_off,
+    __global const int *job_seq, __global const int *job_model,
+    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
+    const int n_jobs, const int mode,
+    __global const float *msc, __global const long *msc_off,
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
+    __global float *scr, __global const long *scr_off,
+    __global float *null2, __global const long *null2_off,
+    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
+    __global float4 *info, __global int *disp, __global int4 *cols)
+{
+    __local float xf[4];
+    __local int xi[4];
+    const int c = (int) get_local_id(0);
+    const int j = (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest jobs first */
+    if (j >= n_jobs) return;                       /* the whole group */
+    const int s = job_seq[j], m = job_model[j];
+    const int M = model_M[m];
+    const int W = (M + 3) / 4 * 4;
+    const int Q = max(2, (M - 1) / 4 + 1);
+    const int L = job_len[j];
+    __global const uchar *x = dsq + seq_off[s] + (job_i[j] - 1);
+    __global const float *msc_m = msc + msc_off[m] * 4;
+    __global const float *tsc_m = tsc + tsc_off[m] * 4;
+    const float4 xfm = job_xfm[j];
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    __global float *p = scr + scr_off[j];
+    const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
+    const long mrow = 3 * W, x0 = (long) (L + 1) * 3 * W;
+    const int k0 = c * Q + 1;                      /* the lane's first node */
+#define LC(r, st, k) p[(r) + (long) (st) * W + (k) - 1]
+#define LLD(r, st, k) ((k) <= M ? LC(r, st, k) : 0.0f)
+#define LTR(k, t) ((k) <= M ? TR(tsc_m, k, t) : 0.0f)
+#define LEM(k) ((k) <= M ? er[(((k) - 1) >> 2) * ews + (((k) - 1) & 3)] : 0.0f)
+    for (int q = c; q < 3 * W; q += 4) p[q] = 0.0f;
+    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f;
+    float xB = nmove;
+    if (c == 0) {
+        p[x0 + XE] = 0.0f; p[x0 + XN] = 1.0f; p[x0 + XJ] = 0.0f;
+        p[x0 + XB] = xB; p[x0 + XC] = 0.0f; p[x0 + XSCALE] = 1.0f;
+    }
+    float totscale = 0.0f;
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    for (int i = 1; i <= L; i++) {
+        const long rp = (long) (i - 1) * mrow, rc = (long) i * mrow;
+        __global const float *er = msc_m + (int) x[i - 1] * exs;
+        float dcv = 0.0f, xEv = 0.0f;
+        if (c == 0)    /* cells of nodes past M: zero */
+            for (int k = M + 1; k <= W; k++) { LC(rc, 0, k) = 0.0f; LC(rc, 1, k) = 0.0f; LC(rc, 2, k) = 0.0f; }
+        /* the right shift of the previous row's last vector: node c Q of lane c - 1, 0 in lane 0 */
+        float mpv = c ? LLD(rp, 0, k0 - 1) : 0.0f, dpv = c ? LLD(rp, 2, k0 - 1) : 0.0f,
+              ipv = c ? LLD(rp, 1, k0 - 1) : 0.0f;
+        for (int q = 0; q < Q; q++) {
+            const int k = k0 + q;
+            float sv = xB * LTR(k, T_BM);
+            sv = sv + mpv * LTR(k, T_MM);
+            sv = sv + ipv * LTR(k, T_IM);
+            sv = sv + dpv * LTR(k, T_DM);
+            sv = sv * LEM(k);
+            xEv = xEv + sv;
+            mpv = LLD(rp, 0, k); dpv = LLD(rp, 2, k); ipv = LLD(rp, 1, k);
+            if (k <= M) { LC(rc, 0, k) = sv; LC(rc, 2, k) = dcv; }
+            dcv = sv * LTR(k, T_MD);
+            sv = mpv * LTR(k, T_MI);
+            if (k <= M) LC(rc, 1, k) = sv + ipv * LTR(k, T_II);
+        }
+        /* dcv = right shift of dcv */
+        xf[c] = dcv;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        dcv = c ? xf[c - 1] : 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int q = 0; q < Q; q++) {
+            const int k = k0 + q;
+            const float d = dcv + (q == 0 ? 0.0f : LLD(rc, 2, k));
+            if (k <= M) LC(rc, 2, k) = d;
+            dcv = d * LTR(k, T_DD);
+        }
+        for (int jj = 1; jj < 4; jj++) {
+            xf[c] = dcv;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            dcv = c ? xf[c - 1] : 0.0f;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            int cv = 0;
+            for (int q = 0; q < Q; q++) {
+                const int k = k0 + q;
+                const float old = LLD(rc, 2, k);
+                const float sv = dcv + old;
+                cv = cv | (sv > old);
+                if (k <= M) LC(rc, 2, k) = sv;
+                dcv = dcv * LTR(k, T_DD);
+            }
+            if (M >= 100) {   /* HMMER's early end: a pass that changed no D in any lane is the last */
+                xi[c] = cv;
+                barrier(CLK_LOCAL_MEM_FENCE);
+                const int any_cv = xi[0] | xi[1] | xi[2] | xi[3];
+                barrier(CLK_LOCAL_MEM_FENCE);
+                if (!any_cv) break;
+            }
+        }
+        for (int q = 0; q < Q; q++) xEv = LLD(rc, 2, k0 + q) + xEv;
+        xf[c] = xEv;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        xE = (xf[0] + xf[1]) + (xf[2] + xf[3]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        xN = xN * nloop;
+        xC = xC * nloop + xE * emove;
+        xJ = xJ * nloop + xE * eloop;
+        xB = xJ * nmove + xN * nmove;
+        const long xr = x0 + (long) i * NX;
+        if (xE > 1.0e4f) {
+            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
+            const float sc = inv_as_hmmer(xE);
+            for (int q = 0; q < Q; q++) {    /* the lane's own cells (those past M are zero) */
+                const int k = k0 + q;
+                if (k <= M) { LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc;
+                              LC(rc, 2, k) = LC(rc, 2, k) * sc; }
+            }
+            if (c == 0) p[xr + XSCALE] = xE;
+            totscale = totscale + LOG_AS_HMMER(xE);
+            xE = 1.0f;
+        } else if (c == 0) {
+            p[xr + XSCALE] = 1.0f;
+        }
+        if (c == 0) {
+            p[xr + XE] = xE; p[xr + XN] = xN; p[xr + XJ] = xJ;
+            p[xr + XB] = xB; p[xr + XC] = xC;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* the row, before the next reads its node c Q */
+    }
+    if (c == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+#undef LEM
+#undef LTR
+#undef LLD
+#undef LC
+}
+#endif
+
+
+/* ---------------------------------------------------------------------------------------------
  * envelope_wg: the envelope kernel's full mode (mode & 1) with a work-group per job.
  *
  * The same results as `envelope`, bit for bit: every cell is the same float expression of the
