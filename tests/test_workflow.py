@@ -201,6 +201,20 @@ def _small_files(folder: Path, models: int, proteins: int) -> tuple[Path, Path]:
     return hmm_path, seq_path
 
 
+def test_reference_budget_follows_the_gpus(tmp_path, small_inputs):
+    """pyhmmer's sample is budgeted on the searches' wall time: 3 model shards take 3 rounds of searches on
+    one GPU (the default profile's gpu=1), 2 on two, 1 on three or more (dry runs: reference's --search-scale)."""
+    hmm_path, seq_path = small_inputs
+    config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path),
+                     shards={"models": 3, "sequences": 1}, compare={"mode": "sample"})
+    for gpus, scale in ((None, 3), (2, 2), (3, 1), (8, 1)):
+        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+               "--configfile", str(config), "--cores", "4", "--dry-run", "--printshellcmds", "--forceall",
+               *(["--resources", f"gpu={gpus}"] if gpus else [])]
+        dry = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert re.findall(r"--search-scale (\d+)", dry.stdout) == [str(scale)], (gpus, dry.stdout[-2000:])
+
+
 def test_pfam_preset_lists_the_gathering_domains_as_pyhmmer_finds_them(tmp_path):
     """preset: pfam on local Pfam models (16 embedded Pfam 35.0 models, with GA lines) x 600 proteins: the search
     uses the models' gathering cutoffs (--cut_ga) and the pfam_scan table lists only significant domains, those

@@ -4,8 +4,18 @@
 # models against every target within compare.max_fraction of the search's seconds (each model's
 # rows at the whole search's Z are exactly the full search's); accuracy.txt says what was compared.
 # pyhmmer runs as its own job (reference) on a few cores beside the GPU's searches, as soon as the
-# first shard of the models has been searched (its seconds, times the shards, budget the sample);
+# first shard of the models has been searched (its seconds, times the rounds of searches the shards
+# take on the GPUs, budget the sample: reference_scale);
 # compare itself only reads the sampled models' merged hits and compares them.
+
+
+def reference_scale():
+    """The searches' wall time in the first model shard's searches' seconds (the reference's budget): the
+    shards' searches run `gpu` at a time (--resources gpu=N; the default profile's 1), or all at once where
+    no limit is set (a cluster): with more GPUs the sample shrinks, so that it still ends beside them."""
+    gpus = (workflow.resource_settings.resources or {}).get("gpu")
+    gpus = getattr(gpus, "value", gpus)  # (Snakemake's Resource)
+    return -(-len(MODEL_SHARDS) // int(gpus)) if isinstance(gpus, (int, float)) and gpus >= 1 else 1
 
 
 rule reference:
@@ -26,7 +36,7 @@ rule reference:
         mode=config["compare"].get("mode", "auto"),
         fraction=config["compare"].get("max_fraction", 0.05),
         seed=config["compare"].get("seed", 1),
-        scale=len(MODEL_SHARDS),
+        scale=reference_scale(),
     conda:
         ENV
     log:
@@ -34,7 +44,7 @@ rule reference:
     benchmark:
         "logs/benchmarks/reference.tsv"
     # beside a search job (1) and a shard's merge (cores - 4): pyhmmer's sample is planned for all the
-    # cores (compare.max_fraction of the search's time on them) and runs on these, off the critical path
+    # cores (compare.max_fraction of the searches' wall time on them) and runs on these, off the critical path
     threads: min(2, total_cores())
     shell:
         "{params.py} -m hmmcascade compare {input.hmms:q} {input.seqs:q} --save-reference {output:q}"
