@@ -201,18 +201,22 @@ def _small_files(folder: Path, models: int, proteins: int) -> tuple[Path, Path]:
     return hmm_path, seq_path
 
 
-def test_reference_budget_follows_the_gpus(tmp_path, small_inputs):
-    """pyhmmer's sample is budgeted on the searches' wall time: 3 model shards take 3 rounds of searches on
-    one GPU (the default profile's gpu=1), 2 on two, 1 on three or more (dry runs: reference's --search-scale)."""
+def test_jobs_share_the_machine_by_its_gpus(tmp_path, small_inputs):
+    """With N GPUs (--resources gpu=N) N searches end together: pyhmmer's sample is budgeted on the searches'
+    wall time (3 model shards: 3 rounds of searches on one GPU, the default profile's, 2 on two, 1 on three
+    or more: reference's --search-scale), each shard's merge gets (cores - 3 N) / N threads so that N run side
+    by side, and the final merge every core (dry runs on 32 cores)."""
     hmm_path, seq_path = small_inputs
     config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path),
                      shards={"models": 3, "sequences": 1}, compare={"mode": "sample"})
-    for gpus, scale in ((None, 3), (2, 2), (3, 1), (8, 1)):
+    for gpus, scale, merge_threads in ((None, 3, 29), (2, 2, 13), (3, 1, 7), (8, 1, 1)):
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-               "--configfile", str(config), "--cores", "4", "--dry-run", "--printshellcmds", "--forceall",
+               "--configfile", str(config), "--cores", "32", "--dry-run", "--printshellcmds", "--forceall",
                *(["--resources", f"gpu={gpus}"] if gpus else [])]
         dry = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert re.findall(r"--search-scale (\d+)", dry.stdout) == [str(scale)], (gpus, dry.stdout[-2000:])
+        jobs = {b.split(":")[0]: b for b in dry.stdout.split("rule ")[1:]}
+        assert f"--cpu {merge_threads} " in jobs["merge_shard"] and "--cpu 32 " in jobs["merge_hits"], gpus
 
 
 def test_pfam_preset_lists_the_gathering_domains_as_pyhmmer_finds_them(tmp_path):

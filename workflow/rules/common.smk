@@ -259,6 +259,13 @@ def total_cores():
     return workflow.resource_settings.cores or 1
 
 
+def total_gpus():
+    """--resources gpu=N (the default profile's 1), or None where no limit is set (a cluster's profile)."""
+    gpus = (workflow.resource_settings.resources or {}).get("gpu")
+    gpus = getattr(gpus, "value", gpus)  # (Snakemake's Resource)
+    return int(gpus) if isinstance(gpus, (int, float)) and gpus >= 1 else None
+
+
 #: the pooled search's per-protein tables (merge_hits): pfam_scan's, GFF3, InterProScan's TSV, the protein summary;
 #: not made in a genome run, whose per-protein tables are each genome's (split_genomes)
 PROTEIN_TABLES = ["results/hmmcascade.pfam_scan.tsv", "results/hmmcascade.gff3", "results/hmmcascade.interproscan.tsv",

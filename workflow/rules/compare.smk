@@ -13,9 +13,8 @@ def reference_scale():
     """The searches' wall time in the first model shard's searches' seconds (the reference's budget): the
     shards' searches run `gpu` at a time (--resources gpu=N; the default profile's 1), or all at once where
     no limit is set (a cluster): with more GPUs the sample shrinks, so that it still ends beside them."""
-    gpus = (workflow.resource_settings.resources or {}).get("gpu")
-    gpus = getattr(gpus, "value", gpus)  # (Snakemake's Resource)
-    return -(-len(MODEL_SHARDS) // int(gpus)) if isinstance(gpus, (int, float)) and gpus >= 1 else 1
+    gpus = total_gpus()
+    return -(-len(MODEL_SHARDS) // gpus) if gpus else 1
 
 
 rule reference:

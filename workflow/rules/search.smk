@@ -14,6 +14,10 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+#: the GPUs the searches share (1 where no limit is set: a cluster's jobs each have a node of their own)
+GPUS = total_gpus() or 1
+
+
 rule search_batch:
     input:
         models="results/prepared/models.hmmc",
@@ -80,8 +84,9 @@ rule merge_shard:
     benchmark:
         "logs/benchmarks/merge_shard/part" + SHARD + ".tsv"
     # formatting in worker processes, leaving cores to the search job and pyhmmer's reference beside it;
-    # half the cores where split_genomes runs beside the last one (SPLIT_BESIDE_MERGES, genomes.smk)
-    threads: max(1, total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, total_cores() - 3)
+    # with N GPUs, N searches end together: a share of the cores each, so that their merges run side by
+    # side; half the cores where split_genomes runs beside the last one (SPLIT_BESIDE_MERGES, genomes.smk)
+    threads: max(1, total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, (total_cores() - 3 * GPUS) // GPUS)
     shell:
         "{params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --to-parts {output:q}"
         " {params.shard:q} {params.runs:q} --cpu {threads} {params.z:q} {params.thresholds:q} 2> {log:q}"
@@ -130,8 +135,8 @@ rule merge_hits:
     # the shards' tables appended, their hit rows copied, the per-protein tables made in parallel (none in a
     # genome run: two threads, its three tables copied beside split_genomes); each part's file removed once
     # used (the disk holds the outputs and little more), so on a failure the parts are removed whole, to be
-    # made again by the next run
-    threads: 2 if GENOMES else 16
+    # made again by the next run; every core (the searches are over)
+    threads: 2 if GENOMES else total_cores()
     shell:
         "rm -f {params.stale:q} && {params.py} -m hmmcascade merge --from-parts {input.parts:q} --remove-parts"
         " --models {input.models:q}"
