@@ -42,7 +42,7 @@ rule reference:
         "logs/compare/reference.log",
     benchmark:
         "logs/benchmarks/reference.tsv"
-    # beside a search job (1) and a shard's merge (cores - 4): pyhmmer's sample is planned for all the
+    # beside the search jobs and the shards' merges: pyhmmer's sample is planned for all the
     # cores (compare.max_fraction of the searches' wall time on them) and runs on these, off the critical path
     threads: min(2, total_cores())
     shell:
