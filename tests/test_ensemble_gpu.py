@@ -273,12 +273,15 @@ def test_warp_forward_matrices_equal_serial(default_regions, monkeypatch, force)
     assert worst_cell < 1e-5 and worst_x < 1e-5
 
 
-def test_lanes_forward_matrices_equal_serial_bit_for_bit(default_regions, monkeypatch):
-    """region_forward_lanes (four work-items per region, one per HMMER lane) computes each lane of
-    envelope's mode 0 (forward_matrix_striped, HMMER's striped order) in the same order: on the default
-    search's 118 regions (models of 34..840 nodes: the fully serial D passes below 100 nodes and the
-    early-ending ones above) every cell and special is the same float, the rescaled rows included."""
+@pytest.mark.parametrize("per_group", [1, 3, 8])
+def test_lanes_forward_matrices_equal_serial_bit_for_bit(default_regions, monkeypatch, per_group):
+    """region_forward_lanes (four work-items per region, one per HMMER lane; 1, 3 or 8 regions of
+    different lengths and models side by side in a work-group) computes each lane of envelope's mode 0
+    (forward_matrix_striped, HMMER's striped order) in the same order: on the default search's 118
+    regions (models of 34..840 nodes: the fully serial D passes below 100 nodes and the early-ending
+    ones above) every cell and special is the same float, the rescaled rows included."""
     ref, _ = forward_matrices(default_regions, monkeypatch, "serial")
+    monkeypatch.setattr(multidomain, "LANES_REGIONS", per_group)
     got, used = forward_matrices(default_regions, monkeypatch, "lanes")
     M = default_regions.engine.db.M[default_regions.model]
     assert not used and len(got) == len(ref) == len(default_regions) and M.min() < 100 < M.max()

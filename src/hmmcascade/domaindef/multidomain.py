@@ -60,6 +60,8 @@ STATUS_OVERFLOW = -1  #: kernel status: a workspace capacity was too small
 STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differently (NaN, zero E)
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
+#: region_forward_lanes: regions side by side in a work-group, four work-items each (1..8; 8: a GPU's warp of 32)
+LANES_REGIONS = 8
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
 #: (hmmcascade/kernels/ensemble.cl's ENS_LANES)
 REGION_LANES = 32
@@ -335,8 +337,9 @@ class RegionEnsembles:
                         scr, run_off, *keep[:8])
                 if c:  # a warp per region, C nodes per lane
                     evs_f.append(self.k_forward_warp[c](q, (kr * 32,), (32,), *args))
-                elif fwd_path == "lanes":  # four work-items per region
-                    evs_f.append(self.k_forward_lanes(q, (kr * 4,), (4,), *args))
+                elif fwd_path == "lanes":  # four work-items per region, LANES_REGIONS regions a work-group
+                    g = LANES_REGIONS
+                    evs_f.append(self.k_forward_lanes(q, (-(-kr // g) * 4 * g,), (4 * g,), *args))
                 else:
                     evs_f.append(self.k_forward(q, (round_up(kr, LOCAL_SIZE),), (LOCAL_SIZE,), *args))
             ev_e, reads = None, None

@@ -1100,12 +1100,14 @@ __kernel void envelope(
  * contiguous in the node-ordered rows.  What crosses lanes goes through local memory: the right
  * shifts (the previous row's cells of node c Q, read from the matrix after the row's barrier; the
  * D->D carries), the lane-crossing passes' "changed anything" test, and E's horizontal sum
- * (a0 + a1) + (a2 + a3).  The specials are computed by every work-item alike; work-item 0 stores
- * them.  Same arguments and outputs as envelope's mode 0.
+ * (a0 + a1) + (a2 + a3).  The specials are computed by the job's four work-items alike; lane 0
+ * stores them.  A work-group of 4 G work-items takes G jobs side by side (G = local size / 4, at
+ * most 8; jobs in a launch come sorted by size, so neighbours take about as long): every work-item
+ * reaches every barrier of the group's longest job, a job past its own rows (or past the passes
+ * HMMER's early end skips) only exchanging.  Same arguments and outputs as envelope's mode 0.
  * --------------------------------------------------------------------------------------------- */
 #if !defined(HMMC_PART) || HMMC_PART == 0
-__kernel __attribute__((reqd_work_group_size(4, 1, 1)))
-void region_forward_lanes(
+__kernel void region_forward_lanes(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,
     __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
@@ -1117,22 +1119,23 @@ void region_forward_lanes(
     __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
     __global float4 *info, __global int *disp, __global int4 *cols)
 {
-    __local float xf[4];
-    __local int xi[4];
-    const int c = (int) get_local_id(0);
-    const int j = (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest jobs first */
-    if (j >= n_jobs) return;                       /* the whole group */
-    const int s = job_seq[j], m = job_model[j];
-    const int M = model_M[m];
+    __local float xf[32];
+    __local int xi[32];
+    const int lid = (int) get_local_id(0), c = lid & 3, g0 = lid & ~3;   /* lane; the job's first work-item */
+    const int G = (int) get_local_size(0) >> 2;
+    const int j = ((int) get_num_groups(0) - 1 - (int) get_group_id(0)) * G + (lid >> 2);  /* largest first */
+    const int live = j < n_jobs;
+    const int s = live ? job_seq[j] : 0, m = live ? job_model[j] : 0;
+    const int M = live ? model_M[m] : 0;
     const int W = (M + 3) / 4 * 4;
     const int Q = max(2, (M - 1) / 4 + 1);
-    const int L = job_len[j];
-    __global const uchar *x = dsq + seq_off[s] + (job_i[j] - 1);
+    const int L = live ? job_len[j] : 0;
+    __global const uchar *x = dsq + seq_off[s] + (live ? job_i[j] - 1 : 0);
     __global const float *msc_m = msc + msc_off[m] * 4;
     __global const float *tsc_m = tsc + tsc_off[m] * 4;
-    const float4 xfm = job_xfm[j];
+    const float4 xfm = live ? job_xfm[j] : (float4) (0.0f);
     const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
-    __global float *p = scr + scr_off[j];
+    __global float *p = scr + (live ? scr_off[j] : 0);
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
     const long mrow = 3 * W, x0 = (long) (L + 1) * 3 * W;
     const int k0 = c * Q + 1;                      /* the lane's first node */
@@ -1140,102 +1143,119 @@ void region_forward_lanes(
 #define LLD(r, st, k) ((k) <= M ? LC(r, st, k) : 0.0f)
 #define LTR(k, t) ((k) <= M ? TR(tsc_m, k, t) : 0.0f)
 #define LEM(k) ((k) <= M ? er[(((k) - 1) >> 2) * ews + (((k) - 1) & 3)] : 0.0f)
-    for (int q = c; q < 3 * W; q += 4) p[q] = 0.0f;
+    /* the group's longest job: its rows are the loop's */
+    xi[lid] = L;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int Lmax = 0;
+    for (int t = 0; t < 4 * G; t += 4) Lmax = max(Lmax, xi[t]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (live) {
+        for (int q = c; q < 3 * W; q += 4) p[q] = 0.0f;
+        if (c == 0) {
+            p[x0 + XE] = 0.0f; p[x0 + XN] = 1.0f; p[x0 + XJ] = 0.0f;
+            p[x0 + XB] = nmove; p[x0 + XC] = 0.0f; p[x0 + XSCALE] = 1.0f;
+        }
+    }
     float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f;
     float xB = nmove;
-    if (c == 0) {
-        p[x0 + XE] = 0.0f; p[x0 + XN] = 1.0f; p[x0 + XJ] = 0.0f;
-        p[x0 + XB] = xB; p[x0 + XC] = 0.0f; p[x0 + XSCALE] = 1.0f;
-    }
     float totscale = 0.0f;
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    for (int i = 1; i <= L; i++) {
+    for (int i = 1; i <= Lmax; i++) {
+        const int on = i <= L;                     /* this job has row i */
         const long rp = (long) (i - 1) * mrow, rc = (long) i * mrow;
-        __global const float *er = msc_m + (int) x[i - 1] * exs;
+        __global const uchar *er_x = x + (on ? i - 1 : 0);
+        __global const float *er = msc_m + (on ? (int) er_x[0] : 0) * exs;
         float dcv = 0.0f, xEv = 0.0f;
-        if (c == 0)    /* cells of nodes past M: zero */
-            for (int k = M + 1; k <= W; k++) { LC(rc, 0, k) = 0.0f; LC(rc, 1, k) = 0.0f; LC(rc, 2, k) = 0.0f; }
-        /* the right shift of the previous row's last vector: node c Q of lane c - 1, 0 in lane 0 */
-        float mpv = c ? LLD(rp, 0, k0 - 1) : 0.0f, dpv = c ? LLD(rp, 2, k0 - 1) : 0.0f,
-              ipv = c ? LLD(rp, 1, k0 - 1) : 0.0f;
-        for (int q = 0; q < Q; q++) {
-            const int k = k0 + q;
-            float sv = xB * LTR(k, T_BM);
-            sv = sv + mpv * LTR(k, T_MM);
-            sv = sv + ipv * LTR(k, T_IM);
-            sv = sv + dpv * LTR(k, T_DM);
-            sv = sv * LEM(k);
-            xEv = xEv + sv;
-            mpv = LLD(rp, 0, k); dpv = LLD(rp, 2, k); ipv = LLD(rp, 1, k);
-            if (k <= M) { LC(rc, 0, k) = sv; LC(rc, 2, k) = dcv; }
-            dcv = sv * LTR(k, T_MD);
-            sv = mpv * LTR(k, T_MI);
-            if (k <= M) LC(rc, 1, k) = sv + ipv * LTR(k, T_II);
-        }
-        /* dcv = right shift of dcv */
-        xf[c] = dcv;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        dcv = c ? xf[c - 1] : 0.0f;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int q = 0; q < Q; q++) {
-            const int k = k0 + q;
-            const float d = dcv + (q == 0 ? 0.0f : LLD(rc, 2, k));
-            if (k <= M) LC(rc, 2, k) = d;
-            dcv = d * LTR(k, T_DD);
-        }
-        for (int jj = 1; jj < 4; jj++) {
-            xf[c] = dcv;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            dcv = c ? xf[c - 1] : 0.0f;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            int cv = 0;
+        if (on) {
+            if (c == 0)    /* cells of nodes past M: zero */
+                for (int k = M + 1; k <= W; k++) { LC(rc, 0, k) = 0.0f; LC(rc, 1, k) = 0.0f; LC(rc, 2, k) = 0.0f; }
+            /* the right shift of the previous row's last vector: node c Q of lane c - 1, 0 in lane 0 */
+            float mpv = c ? LLD(rp, 0, k0 - 1) : 0.0f, dpv = c ? LLD(rp, 2, k0 - 1) : 0.0f,
+                  ipv = c ? LLD(rp, 1, k0 - 1) : 0.0f;
             for (int q = 0; q < Q; q++) {
                 const int k = k0 + q;
-                const float old = LLD(rc, 2, k);
-                const float sv = dcv + old;
-                cv = cv | (sv > old);
-                if (k <= M) LC(rc, 2, k) = sv;
-                dcv = dcv * LTR(k, T_DD);
-            }
-            if (M >= 100) {   /* HMMER's early end: a pass that changed no D in any lane is the last */
-                xi[c] = cv;
-                barrier(CLK_LOCAL_MEM_FENCE);
-                const int any_cv = xi[0] | xi[1] | xi[2] | xi[3];
-                barrier(CLK_LOCAL_MEM_FENCE);
-                if (!any_cv) break;
+                float sv = xB * LTR(k, T_BM);
+                sv = sv + mpv * LTR(k, T_MM);
+                sv = sv + ipv * LTR(k, T_IM);
+                sv = sv + dpv * LTR(k, T_DM);
+                sv = sv * LEM(k);
+                xEv = xEv + sv;
+                mpv = LLD(rp, 0, k); dpv = LLD(rp, 2, k); ipv = LLD(rp, 1, k);
+                if (k <= M) { LC(rc, 0, k) = sv; LC(rc, 2, k) = dcv; }
+                dcv = sv * LTR(k, T_MD);
+                sv = mpv * LTR(k, T_MI);
+                if (k <= M) LC(rc, 1, k) = sv + ipv * LTR(k, T_II);
             }
         }
-        for (int q = 0; q < Q; q++) xEv = LLD(rc, 2, k0 + q) + xEv;
-        xf[c] = xEv;
+        /* dcv = right shift of dcv */
+        xf[lid] = dcv;
         barrier(CLK_LOCAL_MEM_FENCE);
-        xE = (xf[0] + xf[1]) + (xf[2] + xf[3]);
+        dcv = c ? xf[lid - 1] : 0.0f;
         barrier(CLK_LOCAL_MEM_FENCE);
-        xN = xN * nloop;
-        xC = xC * nloop + xE * emove;
-        xJ = xJ * nloop + xE * eloop;
-        xB = xJ * nmove + xN * nmove;
-        const long xr = x0 + (long) i * NX;
-        if (xE > 1.0e4f) {
-            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
-            const float sc = inv_as_hmmer(xE);
-            for (int q = 0; q < Q; q++) {    /* the lane's own cells (those past M are zero) */
+        if (on)
+            for (int q = 0; q < Q; q++) {
                 const int k = k0 + q;
-                if (k <= M) { LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc;
-                              LC(rc, 2, k) = LC(rc, 2, k) * sc; }
+                const float d = dcv + (q == 0 ? 0.0f : LLD(rc, 2, k));
+                if (k <= M) LC(rc, 2, k) = d;
+                dcv = d * LTR(k, T_DD);
             }
-            if (c == 0) p[xr + XSCALE] = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
-            xE = 1.0f;
-        } else if (c == 0) {
-            p[xr + XSCALE] = 1.0f;
+        int passing = on;                          /* HMMER's lane-crossing passes not ended yet */
+        for (int jj = 1; jj < 4; jj++) {
+            xf[lid] = dcv;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            dcv = c ? xf[lid - 1] : 0.0f;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            int cv = 0;
+            if (passing)
+                for (int q = 0; q < Q; q++) {
+                    const int k = k0 + q;
+                    const float old = LLD(rc, 2, k);
+                    const float sv = dcv + old;
+                    cv = cv | (sv > old);
+                    if (k <= M) LC(rc, 2, k) = sv;
+                    dcv = dcv * LTR(k, T_DD);
+                }
+            /* M >= 100: a pass that changed no D in any lane is the last (HMMER's early end) */
+            xi[lid] = cv;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const int any_cv = xi[g0] | xi[g0 + 1] | xi[g0 + 2] | xi[g0 + 3];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (M >= 100 && !any_cv) passing = 0;
         }
-        if (c == 0) {
-            p[xr + XE] = xE; p[xr + XN] = xN; p[xr + XJ] = xJ;
-            p[xr + XB] = xB; p[xr + XC] = xC;
+        if (on)
+            for (int q = 0; q < Q; q++) xEv = LLD(rc, 2, k0 + q) + xEv;
+        xf[lid] = xEv;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        xE = (xf[g0] + xf[g0 + 1]) + (xf[g0 + 2] + xf[g0 + 3]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (on) {
+            xN = xN * nloop;
+            xC = xC * nloop + xE * emove;
+            xJ = xJ * nloop + xE * eloop;
+            xB = xJ * nmove + xN * nmove;
+            const long xr = x0 + (long) i * NX;
+            if (xE > 1.0e4f) {
+                xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
+                const float sc = inv_as_hmmer(xE);
+                for (int q = 0; q < Q; q++) {    /* the lane's own cells (those past M are zero) */
+                    const int k = k0 + q;
+                    if (k <= M) { LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc;
+                                  LC(rc, 2, k) = LC(rc, 2, k) * sc; }
+                }
+                if (c == 0) p[xr + XSCALE] = xE;
+                totscale = totscale + LOG_AS_HMMER(xE);
+                xE = 1.0f;
+            } else if (c == 0) {
+                p[xr + XSCALE] = 1.0f;
+            }
+            if (c == 0) {
+                p[xr + XE] = xE; p[xr + XN] = xN; p[xr + XJ] = xJ;
+                p[xr + XB] = xB; p[xr + XC] = xC;
+            }
         }
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* the row, before the next reads its node c Q */
     }
-    if (c == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+    if (live && c == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
 #undef LEM
 #undef LTR
 #undef LLD
