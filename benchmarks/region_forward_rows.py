@@ -3,8 +3,8 @@ region_forward_lanes ("lanes": four work-items a region, HMMER's order) and enve
 HMMER's order, the default since 2026-11-26); the other kernels the GPU's defaults.
 
   python3 benchmarks/region_forward_rows.py [MODELS PROTEINS [VARIANT ...]]
-      (default .devdata/pfam35_dev.hmm.gz .devdata/proteins_dev.faa.gz; variants: lanes as the rows'
-      one, then the others timed beside it; default lanes warp serial)
+      (default .devdata/pfam35_dev.hmm.gz .devdata/proteins_dev.faa.gz; variants: the first gives the
+      rows, all are timed; default lanes lanes1 warp serial; lanesN: lanes with N regions a work-group)
 
 Prints: the dev search's rows (every model x every protein, Z = 9,366) with the first variant against
 pyhmmer.hmmsearch on 16 CPUs (hits missing or extra, pairs whose reported domains' env/ali/hmm
@@ -17,10 +17,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_benchmark as rb
 import pyhmmer
 from hmmcascade import cascade, device, profiles
+from hmmcascade.domaindef import multidomain
 from hmmcascade.options import SearchOptions
 M, S = sys.argv[1:3] if len(sys.argv) > 2 else (".devdata/pfam35_dev.hmm.gz", ".devdata/proteins_dev.faa.gz")
-names = sys.argv[3:] or ["lanes", "warp", "serial"]
-V = {n: SearchOptions.parse(f"region_forward={n}") for n in names}
+names = sys.argv[3:] or ["lanes", "lanes1", "warp", "serial"]
+V = {n: SearchOptions.parse(f"region_forward={n.rstrip('0123456789')}") for n in names}
+PER_GROUP = {n: int(n[5:]) if n.startswith("lanes") and n[5:] else multidomain.LANES_REGIONS for n in names}
+
+
+def use(n):
+    multidomain.LANES_REGIONS = PER_GROUP[n]
+    return V[n]
+
+
+
 dev = device.open_device(None, V[names[0]])
 for p in rb.PROGRAMS:
     dev.program(p)
@@ -58,7 +68,7 @@ def our_rows(db, sq, Z, o):
             for h in res.records if h.reported}
 
 
-ours = our_rows(db, seqs, 9366, V[names[0]])
+ours = our_rows(db, seqs, 9366, use(names[0]))
 diff = [k for k in ref if k in ours and ref[k][1] != ours[k][1]]
 print(json.dumps({"variant": names[0], "hits": len(ours), "missing": sum(k not in ours for k in ref),
                   "extra": sum(k not in ref for k in ours), "pairs_with_domain_rows_differing": len(diff),
@@ -66,15 +76,16 @@ print(json.dumps({"variant": names[0], "hits": len(ours), "missing": sum(k not i
                   "examples": [[k, ref[k][1], ours[k][1]] for k in diff[:6]]}), flush=True)
 cdb = profiles.press([h for h in hmms if h.name == "CbiA"])
 one = seqs.subset([i for i, n in enumerate(seqs.names) if n == "efae|YP_005353338.1"])
-for n, o in V.items():
-    print(n, "CbiA x efae|YP_005353338.1 at Z=561960:", our_rows(cdb, one, 561960, o), flush=True)
+for n in V:
+    print(n, "CbiA x efae|YP_005353338.1 at Z=561960:", our_rows(cdb, one, 561960, use(n)), flush=True)
 h10, s10 = rb.read_workload(M, S, 10)
 db10 = profiles.press(h10)
-for o in V.values():
-    cascade.search(db10, s10, dev, options=o)
+for n in V:
+    cascade.search(db10, s10, dev, options=use(n))
 T = {n: [] for n in V}
 for i in range(3):
-    for n, o in V.items():
+    for n in V:
+        o = use(n)
         t = time.perf_counter()
         cascade.search(db10, s10, dev, options=o)
         T[n].append(round(time.perf_counter() - t, 4))
