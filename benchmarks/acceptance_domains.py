@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from hmmcascade import cascade, compare, device, io, profiles  # noqa: E402
+from hmmcascade import cascade, compare, device, io  # noqa: E402
+from hmmcascade.press import press  # noqa: E402
 
 
 def main() -> int:
@@ -39,7 +40,7 @@ def main() -> int:
 
     hmms = io.read_hmms(args.hmms)[:: args.stride][: args.max_models]
     seqs = io.read_sequences(args.seqs)
-    db = profiles.press(hmms)
+    db = press(hmms)
     dev = device.open_device(args.device)
     th = cascade.Thresholds(cut=args.cut)
     print(f"{len(db)} models ({db.nodes} nodes) x {len(seqs)} targets ({seqs.total_residues} residues) on {dev.name}",

@@ -33,7 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from hmmcascade import cascade, device, io, profiles  # noqa: E402
+from hmmcascade import cascade, device, io  # noqa: E402
+from hmmcascade.press import press  # noqa: E402
 from hmmcascade.domaindef import engine  # noqa: E402
 from hmmcascade.domaindef.records import envelope_jobs  # noqa: E402
 from hmmcascade.domaindef.scoring import score_domains  # noqa: E402
@@ -137,7 +138,7 @@ def main() -> int:
     seqs = io.read_sequences(args.seqs)
     if args.max_seqs:
         seqs = seqs.subset(np.arange(min(args.max_seqs, len(seqs))))
-    db = profiles.press(hmms)
+    db = press(hmms)
     dev = device.open_device(args.device)
     Z = float(len(seqs))
     th = cascade.Thresholds(Z=Z)

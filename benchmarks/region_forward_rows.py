@@ -16,7 +16,8 @@ import json, os, statistics, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_benchmark as rb
 import pyhmmer
-from hmmcascade import cascade, device, profiles
+from hmmcascade import cascade, device
+from hmmcascade.press import press
 from hmmcascade.domaindef import multidomain
 from hmmcascade.options import SearchOptions
 M, S = sys.argv[1:3] if len(sys.argv) > 2 else (".devdata/pfam35_dev.hmm.gz", ".devdata/proteins_dev.faa.gz")
@@ -36,7 +37,7 @@ for p in rb.PROGRAMS:
     dev.program(p)
 print(dev.name, flush=True)
 hmms, seqs = rb.read_workload(M, S, 1)
-db = profiles.press(hmms)
+db = press(hmms)
 with pyhmmer.plan7.HMMFile(M) as f:
     H = list(f)
 with pyhmmer.easel.SequenceFile(S, digital=True) as f:
@@ -74,12 +75,12 @@ print(json.dumps({"variant": names[0], "hits": len(ours), "missing": sum(k not i
                   "extra": sum(k not in ref for k in ours), "pairs_with_domain_rows_differing": len(diff),
                   "max_seq_score_diff_bits": round(max(abs(ref[k][0] - ours[k][0]) for k in ref if k in ours), 5),
                   "examples": [[k, ref[k][1], ours[k][1]] for k in diff[:6]]}), flush=True)
-cdb = profiles.press([h for h in hmms if h.name == "CbiA"])
+cdb = press([h for h in hmms if h.name == "CbiA"])
 one = seqs.subset([i for i, n in enumerate(seqs.names) if n == "efae|YP_005353338.1"])
 for n in V:
     print(n, "CbiA x efae|YP_005353338.1 at Z=561960:", our_rows(cdb, one, 561960, use(n)), flush=True)
 h10, s10 = rb.read_workload(M, S, 10)
-db10 = profiles.press(h10)
+db10 = press(h10)
 for n in V:
     cascade.search(db10, s10, dev, options=use(n))
 T = {n: [] for n in V}

@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from hmmcascade import cascade, device, profiles  # noqa: E402
+from hmmcascade import cascade, device  # noqa: E402
+from hmmcascade.press import press  # noqa: E402
 from hmmcascade.io import SequenceSet, read_hmms, read_sequences  # noqa: E402
 
 
@@ -74,7 +75,7 @@ def open_workload(args):
     program built (the device as ``--kernel-options`` say: inline PTX; the search takes
     :func:`workload_options`)."""
     hmms, seqs = read_workload(args.models, args.seqs, args.copies, args.max_models)
-    db = profiles.press(hmms)
+    db = press(hmms)
     dev = device.open_device(args.device, workload_options(args))
     for name in PROGRAMS:
         dev.program(name)
@@ -109,7 +110,7 @@ def main() -> int:
     t_read = time.perf_counter() - t
 
     t = time.perf_counter()
-    db = profiles.press(hmms)
+    db = press(hmms)
     t_press = time.perf_counter() - t
 
     options = workload_options(args)

@@ -17,6 +17,7 @@ import pyhmmer
 import pytest
 
 from hmmcascade import cascade, io as hio, profiles
+from hmmcascade.press import press
 from hmmcascade.device import open_device
 from hmmcascade.io import SequenceSet
 
@@ -99,7 +100,7 @@ def default_seqs():
 
 @pytest.fixture(scope="session")
 def default_db(default_hmms):
-    return profiles.press(default_hmms)
+    return press(default_hmms)
 
 
 @pytest.fixture(scope="session")
@@ -163,4 +164,4 @@ def msv_sample(default_hmms, default_seqs):
     )
     all_seqs = sorted_by_length(concat([frags, real]))
     assert len(long) == 6 and len(degenerate) == 6 and len(all_seqs) == 324
-    return Sample(hmms=chosen_hmms, model_index=model_index, db=profiles.press(chosen_hmms), seqs=all_seqs)
+    return Sample(hmms=chosen_hmms, model_index=model_index, db=press(chosen_hmms), seqs=all_seqs)

@@ -27,7 +27,8 @@ from hmmcascade.domaindef.numerics import (F32, flogsum, flogsum_f32, kahan_fsum
                                            sequential_fsum)
 from hmmcascade.domaindef.records import EnvelopeResults, PairDomains, PairDomainsBatch, envelope_jobs
 from hmmcascade.domaindef.scoring import LOG2, LOG_OMEGA, score_domains
-from hmmcascade.profiles import KP, _logf
+from hmmcascade.logf import logf
+from hmmcascade.profiles import KP
 from hmmcascade.results import Alignment, AlignmentLines, Domain, Hit, hit_to_dict, load_hits, save_hits
 
 
@@ -188,7 +189,7 @@ def _ref_block(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nex
             if not done:
                 odds = _ref_null2_odds(res["null2"])
                 # the C library's logf, one call per residue (HMMER's null2 scores)
-                n2sc[i: j + 1] = [_logf(v) for v in odds[dsq[i - 1: j]].astype(F32)]
+                n2sc[i: j + 1] = [logf(v) for v in odds[dsq[i - 1: j]].astype(F32)]
             corr = np.add.accumulate(n2sc[i: j + 1], dtype=F32)[-1]
             ali = _ref_alignment(db, res, i, mdl, dsq, Lseq)
             if ali is None:

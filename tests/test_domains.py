@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, compare, io, profiles
+from hmmcascade import cascade, compare, io
+from hmmcascade.press import press
 from hmmcascade.domaindef.alignment import encode_pp
 from hmmcascade.domaindef.decode import find_regions
 from hmmcascade.domaindef.numerics import flogsum
@@ -29,7 +30,7 @@ DOMTBL = DATA / "tables" / "PF02826.domtbl"
 
 @pytest.fixture(scope="module")
 def pf02826(device):
-    db = profiles.press(io.read_hmms(PF02826))
+    db = press(io.read_hmms(PF02826))
     seqs = io.read_sequences(PROTEOME)
     return db, seqs, cascade.search(db, seqs, device)
 

@@ -26,6 +26,7 @@ from pyhmmer.easel import Alphabet, Randomness, SequenceFile
 from pyhmmer.plan7 import HMMFile
 
 from hmmcascade import profiles
+from hmmcascade.press import press
 from hmmcascade.domaindef import ensemble
 from hmmcascade.domaindef.ensemble import (
     BM, DD, DM, II, IM, LOOP, MD, MI, MM, MOVE, OC, OE, OJ, ON,
@@ -523,7 +524,7 @@ def searches():
 
 
 def _setup(hmm, seq):
-    db = profiles.press([hmm])
+    db = press([hmm])
     L = len(seq)
     dsq = np.concatenate([[0], np.asarray(seq.sequence)]).astype(np.uint8)
     return ModelTables.from_db(db, 0, L), dsq, db

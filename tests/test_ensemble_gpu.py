@@ -23,10 +23,12 @@ import numpy as np
 import pytest
 from conftest import PYHMMER_DATA
 
-from hmmcascade import cascade, io, profiles
+from hmmcascade import cascade, io
 from hmmcascade.domaindef import multidomain
 from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
 from hmmcascade.options import SearchOptions
+from hmmcascade.logf import logf_is_glibc
+from hmmcascade.press import press
 from hmmcascade.profiles import length_params
 
 PF02826 = PYHMMER_DATA / "hmms" / "txt" / "PF02826.hmm"
@@ -89,7 +91,7 @@ def default_reference(default_regions):
 
 @pytest.fixture(scope="module")
 def pf02826_regions(device):
-    return Regions(device, profiles.press(io.read_hmms(PF02826)), io.read_sequences(PROTEOME), cascade.Thresholds())
+    return Regions(device, press(io.read_hmms(PF02826)), io.read_sequences(PROTEOME), cascade.Thresholds())
 
 
 def test_default_data_regions_equal_python(default_regions, default_reference):
@@ -108,7 +110,7 @@ def test_kernel_logf_leaves_few_values_to_the_host(default_regions, default_refe
     """The kernel's glibc logf (double steps) gives the null2 scores; only values near a float
     rounding boundary (about 1 in 2,000) or special ones go to the C function, and the results are
     still ensemble.py's bit for bit."""
-    if not profiles.logf_is_glibc():
+    if not logf_is_glibc():
         pytest.skip("the C library's logf is not glibc's: every value goes to it")
     sent = []
     real = multidomain.logf_array

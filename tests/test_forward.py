@@ -15,6 +15,7 @@ from pyhmmer.easel import Alphabet, SequenceFile
 
 from conftest import BEST_HITS, DEFAULT_SEQS
 from hmmcascade import filters, profiles
+from hmmcascade.press import press
 from hmmcascade.instrument import Instrument
 
 Z = 2000
@@ -147,7 +148,7 @@ def test_forward_filter_matches_float64_forward(default_hmms, msv_sample, device
     by 1e-6 x |score| (0.001 nats at 1,000).  HMMER's own Forward is float32 as well.
     """
     hmms = [h for h in default_hmms if h.name in FWD_MODELS]
-    db = profiles.press(hmms)
+    db = press(hmms)
     seqs = msv_sample.seqs
     index = {n: i for i, n in enumerate(seqs.names)}
     L = seqs.lengths

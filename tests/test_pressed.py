@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from hmmcascade.io import InputError, read_hmms
-from hmmcascade.profiles import MAPPED_MAGIC, ProfileDB, press, press_file
+from hmmcascade.press import press, press_file
+from hmmcascade.profiles import MAPPED_MAGIC, ProfileDB
 
 REPO = Path(__file__).resolve().parents[1]
 HMMS = REPO / "resources" / "pfam35_default.hmm.gz"

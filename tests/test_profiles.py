@@ -1,4 +1,5 @@
-"""hmmcascade.profiles: the pressed tables are HMMER's, number for number.
+"""hmmcascade.press and hmmcascade.profiles: the pressed tables are HMMER's, number for number;
+hmmcascade.logf: logf bit for bit the C library's.
 
 Expected values come from pyhmmer 0.12.3 (HMMER 3.4): the generic profile's
 float scores (``Profile.emission_scores``) put through HMMER's own conversion
@@ -21,7 +22,9 @@ from pyhmmer.plan7 import Background, HMMFile, Profile
 
 from conftest import PYHMMER_DATA
 from hmmcascade import io as hio
+from hmmcascade import logf as hlogf
 from hmmcascade import profiles
+from hmmcascade.press import press
 
 AMINO = Alphabet.amino()
 BG = Background(AMINO)
@@ -203,7 +206,7 @@ def test_rna_model_is_refused():
     with HMMFile(path) as fh:
         rna = list(fh)
     with pytest.raises(ValueError, match="not a protein model"):
-        profiles.press(rna)
+        press(rna)
 
 
 def test_press_save_load_round_trip(default_db, tmp_path):
@@ -231,7 +234,7 @@ def _logf_sample() -> np.ndarray:
     stride = np.arange(lo, hi, 97, dtype=np.uint32).view(np.float32)
     sweep = np.geomspace(1e-38, 3e38, 20001).astype(np.float32)
     near1 = np.float32(1.0) + np.arange(-5000, 5000, dtype=np.float32) * np.float32(2.0 ** -23)
-    differ = np.array([float.fromhex(h) for h in profiles._LOGF_DIFFER], dtype=np.float32)
+    differ = np.array([float.fromhex(h) for h in hlogf._LOGF_DIFFER], dtype=np.float32)
     special = np.array([0.0, -0.0, 1e-45, 1e-40, 1.1754942e-38, -1.0, -1e-3, np.inf, -np.inf, np.nan, 1.0],
                        dtype=np.float32)
     return np.concatenate([stride, sweep, near1, differ, special])
@@ -245,12 +248,12 @@ def test_logf_array_is_the_c_logf():
     x = _logf_sample()
     want = _c_logf_bits(x)
     with np.errstate(all="ignore"):
-        assert np.array_equal(profiles.logf_array(x).view(np.uint32), want)
-        assert np.array_equal(profiles.logf_array(x[::-3]).view(np.uint32), want[::-3])  # strided input
+        assert np.array_equal(hlogf.logf_array(x).view(np.uint32), want)
+        assert np.array_equal(hlogf.logf_array(x[::-3]).view(np.uint32), want[::-3])  # strided input
         rounded = np.log(x.astype(np.float64)).astype(np.float32).view(np.uint32)
     finite = np.isfinite(x) & (x > 0)
-    assert (rounded[finite] != want[finite]).sum() >= len(profiles._LOGF_DIFFER)  # the test can tell
-    assert profiles.logf_array(np.zeros(0, dtype=np.float32)).shape == (0,)
+    assert (rounded[finite] != want[finite]).sum() >= len(hlogf._LOGF_DIFFER)  # the test can tell
+    assert hlogf.logf_array(np.zeros(0, dtype=np.float32)).shape == (0,)
 
 
 def test_logf_array_steps_and_fallbacks(monkeypatch):
@@ -260,10 +263,10 @@ def test_logf_array_steps_and_fallbacks(monkeypatch):
     x = _logf_sample()
     want = _c_logf_bits(x)
     with np.errstate(all="ignore"):
-        assert np.array_equal(profiles._logf_vector(x, margin_ulps=0).view(np.uint32), want)
-        assert np.array_equal(profiles._logf_vector(x[::50], margin_ulps=1 << 29).view(np.uint32), want[::50])
-        monkeypatch.setattr(profiles, "_LOGF_CHECKED", [False])
-        assert np.array_equal(profiles.logf_array(x).view(np.uint32), want)
-    y = profiles._logf_double(x[(x > 1e-30) & (x < 1e30)].view(np.uint32))
+        assert np.array_equal(hlogf._logf_vector(x, margin_ulps=0).view(np.uint32), want)
+        assert np.array_equal(hlogf._logf_vector(x[::50], margin_ulps=1 << 29).view(np.uint32), want[::50])
+        monkeypatch.setattr(hlogf, "_LOGF_CHECKED", [False])
+        assert np.array_equal(hlogf.logf_array(x).view(np.uint32), want)
+    y = hlogf._logf_double(x[(x > 1e-30) & (x < 1e30)].view(np.uint32))
     low = (y.view(np.uint64) & np.uint64((1 << 29) - 1)).astype(np.int64) - (1 << 28)
-    assert (np.abs(low) < profiles.LOGF_MARGIN_ULPS).mean() < 1e-3
+    assert (np.abs(low) < hlogf.LOGF_MARGIN_ULPS).mean() < 1e-3

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, io, profiles
+from hmmcascade import cascade, io
+from hmmcascade.press import press
 from hmmcascade.options import SearchOptions
 
 pyhmmer = pytest.importorskip("pyhmmer")
@@ -48,7 +49,7 @@ def _coords(d):
 
 
 def _ours(device, options):
-    db = profiles.press(io.read_hmms(HMMS))
+    db = press(io.read_hmms(HMMS))
     res = cascade.search(db, io.read_sequences(SEQS), device, cascade.Thresholds(Z=Z), options=options)
     return {(h.model_name, h.target_name): [_coords(d) for d in h.domains if d.reported]
             for h in res.records if h.reported}
@@ -162,7 +163,7 @@ GPU_DEFAULTS = dict(WARP, region_forward="serial")
 def _rf_rows(device, pair, options=None):
     """(ours, HMMER's) rows of the pair at its Z: (reported, E-value to 3 digits, score to 0.01, domains)."""
     Z = RF_PAIRS[pair]
-    db = profiles.press([h for h in io.read_hmms(RF_HMMS) if h.name == pair[0]])
+    db = press([h for h in io.read_hmms(RF_HMMS) if h.name == pair[0]])
     seqs = io.read_sequences(RF_SEQS)
     res = cascade.search(db, seqs, device, cascade.Thresholds(Z=Z), options=options)
     ours = [(round(h.score, 2), float(f"{h.evalue:.3g}"), [_coords(d) for d in h.domains if d.reported])

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import BEST_HITS, PYHMMER_DATA, concat, sorted_by_length
 from hmmcascade import cascade, filters, profiles, stats
+from hmmcascade.press import press
 from hmmcascade import io as hio
 from hmmcascade.io import SequenceSet
 from hmmcascade.instrument import Instrument
@@ -132,7 +133,7 @@ def vit_sample(msv_sample, default_hmms):
     spread = np.linspace(0, len(seqs) - 1, 33).round().astype(int)
     chosen = np.unique(np.concatenate([best, spread]))  # seqs is length-sorted, so this stays sorted
     assert len(chosen) == 41  # 8 best hits + 33 spread, no overlap
-    return profiles.press(hmms), seqs.subset(chosen)
+    return press(hmms), seqs.subset(chosen)
 
 
 @pytest.mark.parametrize("path", ["serial", "wg", "warp"])
@@ -216,7 +217,7 @@ def wg_sample(msv_sample):
     chosen = sorted_by_length(concat([seqs.subset(np.unique(keep)), pks, lux.subset(np.arange(0, 12, 3)), edge]))
     hmms = msv_sample.hmms + [h for n in PYHMMER_MODELS for h in hio.read_hmms(PYHMMER_DATA / "hmms" / "txt" / f"{n}.hmm")]
     assert len(hmms) == 29 and len(chosen) == 76
-    return profiles.press(hmms), chosen
+    return press(hmms), chosen
 
 
 @pytest.fixture(scope="module")
@@ -353,7 +354,7 @@ def test_stage_counts_per_model_equal_hmmer(default_hmms, default_seqs, device):
     assert sorted(HMMER_PASSED) == sorted(h.name for h in default_hmms)
     got = {}
     for hmm in default_hmms:
-        st = cascade.search(profiles.press([hmm]), default_seqs, device, cascade.Thresholds(Z=2000)).stats
+        st = cascade.search(press([hmm]), default_seqs, device, cascade.Thresholds(Z=2000)).stats
         got[hmm.name] = (st.past_msv, st.past_bias, st.past_vit, st.past_fwd)
     wrong = {name: (got[name], want) for name, want in HMMER_PASSED.items() if got[name] != want}
     assert not wrong, f"(ours, HMMER) per model: {wrong}"

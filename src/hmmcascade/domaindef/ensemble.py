@@ -61,7 +61,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..profiles import length_params, logf_array  # logf_array: glibc logf, as HMMER
+from ..logf import logf_array  # glibc logf, as HMMER
+from ..profiles import length_params
 
 __all__ = [
     "SEED", "Cluster", "EaselRandom", "ModelTables", "RegionForward", "SegmentPair", "SpEnsemble", "Trace",

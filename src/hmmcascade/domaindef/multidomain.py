@@ -45,8 +45,8 @@ import numpy as np
 from ..device import opencl
 from ..filters import LOCAL_SIZE, DeviceBatch, round_up, warp_runs
 from ..kernel_table import TABLES, WarpKernels
+from ..logf import logf_array, logf_is_glibc
 from ..options import choose
-from ..profiles import logf_array, logf_is_glibc
 from .ensemble import NSAMPLES, SEED, EaselRandom, ModelTables, RegionForward
 from .launches import DomainLaunches
 from .segments import segment_ranges

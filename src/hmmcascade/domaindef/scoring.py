@@ -22,7 +22,8 @@ from functools import partial
 import numpy as np
 
 from .. import stats
-from ..profiles import ProfileDB, logf_array
+from ..logf import logf_array
+from ..profiles import ProfileDB
 from ..results import AlignmentLines
 from .alignment import alignment_lines, display_tables
 from .null2 import Null2Pieces, null2_odds_rows, null2_sums_host

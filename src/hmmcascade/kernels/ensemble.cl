@@ -324,9 +324,9 @@ inline int endpoint(__global const int4 *seg, __global const int *assign, const 
     return lo + best;
 }
 
-/* glibc's logf (since 2.28) in its own double steps, as hmmcascade.profiles._logf_double (FP_CONTRACT
+/* glibc's logf (since 2.28) in its own double steps, as hmmcascade.logf._logf_double (FP_CONTRACT
  * is off: every step rounds as numpy's); NaN for a value that is not a positive normal float, or whose
- * double result lies within LOGF_MARGIN_ULPS (profiles.LOGF_MARGIN_ULPS) of a float rounding boundary:
+ * double result lies within LOGF_MARGIN_ULPS (logf.LOGF_MARGIN_ULPS) of a float rounding boundary:
  * the host calls the C library's logf for those (and for all, where its logf is not glibc's). */
 #define LOGF_MARGIN_ULPS (1L << 17)
 #ifdef cl_khr_fp64

@@ -3,7 +3,7 @@
  * Residues are Easel digital codes 0..28 (KP = 29): 0..19 canonical,
  * 20 gap, 21..26 degenerate (B J Z O U X), 27 nonresidue, 28 missing.
  *
- * Model tables (built by hmmcascade.profiles from HMMER's own optimized
+ * Model tables (built by hmmcascade.press from HMMER's own optimized
  * profile) are concatenated over models; each kernel receives the start of
  * its model's block:
  *
