@@ -58,7 +58,7 @@ def _ref_kahan_fsum_rows(rows):
 
 
 def _ref_null2_odds(weights):
-    from hmmcascade.domaindef.ensemble import average_degenerate
+    from hmmcascade.domaindef.traces import average_degenerate
 
     n2 = np.ones(KP, dtype=F32)
     n2[:20] = weights[:20]

@@ -1,4 +1,4 @@
-"""hmmcascade.domaindef.ensemble: HMMER's stochastic traceback clustering of multi-domain regions.
+"""domaindef.ensemble, .traces, .easel_random: HMMER's stochastic traceback clustering of multi-domain regions.
 
 1. The random generator against HMMER's own (``pyhmmer.easel.Randomness(seed,
    fast=True)`` is Easel's ``esl_randomness_CreateFast``): identical doubles.
@@ -27,11 +27,13 @@ from pyhmmer.plan7 import HMMFile
 
 from hmmcascade import profiles
 from hmmcascade.press import press
-from hmmcascade.domaindef import ensemble
-from hmmcascade.domaindef.ensemble import (
+from hmmcascade.domaindef import easel_random, ensemble, traces
+from hmmcascade.domaindef.easel_random import EaselRandom
+from hmmcascade.domaindef.ensemble import Cluster, SpEnsemble
+from hmmcascade.domaindef.traces import (
     BM, DD, DM, II, IM, LOOP, MD, MI, MM, MOVE, OC, OE, OJ, ON,
     P7T_B, P7T_C, P7T_D, P7T_E, P7T_I, P7T_J, P7T_M, P7T_N, P7T_S, P7T_T,
-    Cluster, EaselRandom, ModelTables, RegionForward, SpEnsemble, Trace,
+    ModelTables, RegionForward, Trace,
 )
 
 f32 = np.float32
@@ -74,23 +76,23 @@ def test_random_pipeline_seed_and_refusals():
 def test_fchoose_edges():
     """``roll < cumsum / norm``: a roll exactly on a boundary goes right; zeros are never chosen."""
     p = np.array([0.25, 0.25, 0.5], dtype=f32)
-    assert ensemble.fchoose(FixedRolls([0.2499999]), p) == 0
-    assert ensemble.fchoose(FixedRolls([0.25]), p) == 1
-    assert ensemble.fchoose(FixedRolls([0.5]), p) == 2
-    assert ensemble.fchoose(FixedRolls([0.9999999]), p) == 2
-    assert ensemble.fchoose(FixedRolls([0.0]), [0.0, 1.0, 0.0]) == 1
-    assert ensemble.fchoose(FixedRolls([0.9999999]), [0.0, 1.0, 0.0]) == 1
-    assert ensemble.fchoose(FixedRolls([0.25]), [1.0, 3.0]) == 1  # unnormalised weights: 1/4 is the boundary
-    assert ensemble.fchoose(FixedRolls([0.2499]), [1.0, 3.0]) == 0
+    assert easel_random.fchoose(FixedRolls([0.2499999]), p) == 0
+    assert easel_random.fchoose(FixedRolls([0.25]), p) == 1
+    assert easel_random.fchoose(FixedRolls([0.5]), p) == 2
+    assert easel_random.fchoose(FixedRolls([0.9999999]), p) == 2
+    assert easel_random.fchoose(FixedRolls([0.0]), [0.0, 1.0, 0.0]) == 1
+    assert easel_random.fchoose(FixedRolls([0.9999999]), [0.0, 1.0, 0.0]) == 1
+    assert easel_random.fchoose(FixedRolls([0.25]), [1.0, 3.0]) == 1  # unnormalised weights: 1/4 is the boundary
+    assert easel_random.fchoose(FixedRolls([0.2499]), [1.0, 3.0]) == 0
     with pytest.raises(ValueError):
-        ensemble.fchoose(FixedRolls([0.1]), [0.0, 0.0])
+        easel_random.fchoose(FixedRolls([0.1]), [0.0, 0.0])
 
 
 def test_fchoose_distribution():
     """20,000 draws from (0.1, 0.2, 0.3, 0.4): each frequency within 5 binomial SDs (<= 0.017)."""
     rng = EaselRandom(7)
     p = np.array([0.1, 0.2, 0.3, 0.4], dtype=f32)
-    counts = np.bincount([ensemble.fchoose(rng, p) for _ in range(20_000)], minlength=4)
+    counts = np.bincount([easel_random.fchoose(rng, p) for _ in range(20_000)], minlength=4)
     sd = np.sqrt(p * (1 - p) / 20_000)
     assert np.all(np.abs(counts / 20_000 - p) < 5 * sd)
 
@@ -98,7 +100,7 @@ def test_fchoose_distribution():
 def test_fnorm_is_kahan_float():
     """esl_vec_FNorm sums with Kahan compensation in float: 1 + 2^-24 + 2^-24 = 1 + 2^-23, not 1."""
     tiny = 2.0**-24
-    p = ensemble.fnorm(np.array([[1.0, tiny, tiny], [0.0, 0.0, 0.0]], dtype=f32))
+    p = easel_random.fnorm(np.array([[1.0, tiny, tiny], [0.0, 0.0, 0.0]], dtype=f32))
     assert p.dtype == np.float32
     assert p[0, 0] == f32(1) / f32(1 + 2 * tiny) and p[0, 0] != 1.0
     assert p[1].tolist() == [f32(1 / 3)] * 3  # zero sum: 1/n each
@@ -135,7 +137,7 @@ def test_select_e_walks_hmmer_striped_order():
     M = 5
     model = _toy_model(M)
     fwd = _one_row_forward(M, np.ones(M), np.zeros(M))
-    sampler = ensemble.TraceSampler(fwd, model)
+    sampler = traces.TraceSampler(fwd, model)
     for roll, k in [(0.1, 1), (0.3, 3), (0.5, 5), (0.7, 2), (0.9, 4)]:
         tr = sampler.sample(FixedRolls([0.5, roll]))
         assert tr.st == [P7T_S, P7T_N, P7T_B, P7T_M, P7T_E, P7T_C, P7T_T]
@@ -143,7 +145,7 @@ def test_select_e_walks_hmmer_striped_order():
 
     # nine equal cells (D1 is 0): M1 M3 M5 D3 D5 M2 M4 D2 D4; roll 3.5/9 picks D3, then D3 <- M2 (roll 0.1)
     fwd = _one_row_forward(M, np.ones(M), [0, 1, 1, 1, 1])
-    tr = ensemble.TraceSampler(fwd, model).sample(FixedRolls([0.5, 3.5 / 9, 0.1]))
+    tr = traces.TraceSampler(fwd, model).sample(FixedRolls([0.5, 3.5 / 9, 0.1]))
     assert tr.st == [P7T_S, P7T_N, P7T_B, P7T_M, P7T_D, P7T_E, P7T_C, P7T_T]
     assert tr.k[3:5] == [2, 3] and tr.i[3:5] == [1, 0]
 
@@ -159,7 +161,7 @@ def test_select_e_rounds_its_norm_to_float():
     hmmer_cut = float(cells[0] * f32(1.0 / E))
     double_cut = float(f32(float(cells[0]) * (1.0 / E)))
     assert hmmer_cut < double_cut
-    tr = ensemble.TraceSampler(fwd, _toy_model(M)).sample(FixedRolls([0.5, (hmmer_cut + double_cut) / 2]))
+    tr = traces.TraceSampler(fwd, _toy_model(M)).sample(FixedRolls([0.5, (hmmer_cut + double_cut) / 2]))
     assert tr.k[3] == 3  # the next cell in striped order (M1 M3 M5 M2 M4)
 
 
@@ -177,7 +179,7 @@ def test_trace_conventions_and_index():
                      P7T_E, P7T_C, P7T_C, P7T_T]
     assert tr.i == [0, 0, 1, 0, 2, 3, 0, 0, 4, 0, 5, 6, 7, 0, 0, 8, 0]
     assert tr.k == [0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 3, 3, 4, 0, 0, 0, 0]
-    doms = ensemble.trace_index(tr)
+    doms = traces.trace_index(tr)
     assert [(d.tfrom, d.tto, d.sqfrom, d.sqto, d.hmmfrom, d.hmmto) for d in doms] == [
         (3, 6, 2, 3, 1, 2), (9, 13, 5, 7, 3, 4)]
 
@@ -190,7 +192,7 @@ def test_null2_by_trace():
                         xf=np.zeros((4, 2), dtype=f32))
     tr = Trace(st=[P7T_S, P7T_N, P7T_B, P7T_M, P7T_M, P7T_I, P7T_M, P7T_E, P7T_C, P7T_T],
                k=[0, 0, 0, 1, 2, 2, 6, 0, 0, 0], i=[0, 0, 0, 1, 2, 3, 4, 0, 0, 0], M=M, L=4)
-    null2 = ensemble.null2_by_trace(model, tr, 2, 7)
+    null2 = traces.null2_by_trace(model, tr, 2, 7)
     assert null2.dtype == np.float32 and null2.shape == (29,)
     expect = (model.msc[:20, 0] + 2 * model.msc[:20, 1] + model.msc[:20, 5]) / 4.0  # I2 counts as M2
     np.testing.assert_allclose(null2[:20], expect, rtol=1e-6)
@@ -209,7 +211,7 @@ def test_null2_sums_lanes_as_hmmer():
     msc[0, [0, 2, 4, 6]] = [4.0, 2.0**-22, 2.0**-22, 2.0**-22]  # x frequency 1/4 -> 1, 2^-24, 2^-24, 2^-24
     model = ModelTables(tsc=np.zeros((M, 8), dtype=f32), msc=msc, xf=np.zeros((4, 2), dtype=f32))
     tr = Trace(st=[P7T_B, P7T_M, P7T_M, P7T_M, P7T_M, P7T_E], k=[0, 1, 3, 5, 7, 0], i=[0, 1, 2, 3, 4, 0], M=M, L=4)
-    assert ensemble.null2_by_trace(model, tr, 0, 5)[0] == f32(1 + 2.0**-23)
+    assert traces.null2_by_trace(model, tr, 0, 5)[0] == f32(1 + 2.0**-23)
 
 
 # ---------------------------------------------------------------- segment pair ensemble
@@ -316,7 +318,7 @@ def reference_forward(model: ModelTables, dsq_r: np.ndarray) -> tuple[RegionForw
     Returns the full matrix and the score in nats (float, as HMMER's).
     """
     M, L = model.M, len(dsq_r) - 1
-    Q = ensemble.nqf(M)
+    Q = traces.nqf(M)
     t = [_stripe(model.tsc[:, c], Q) for c in range(8)]
     emis = np.stack([_stripe(model.msc[x], Q) for x in range(model.msc.shape[0])])
     xf = model.xf
@@ -596,13 +598,13 @@ def test_sampled_traces_are_valid_paths(searches, case, expect):
     model, dsq, _ = _setup(hmm, seqs[name])
     region = _region_codes(dsq, ireg, jreg)
     fwd, _ = reference_forward(model, region)
-    sampler = ensemble.TraceSampler(fwd, model)
+    sampler = traces.TraceSampler(fwd, model)
     rng = EaselRandom(42)
     counts = []
     for _ in range(200):
         tr = sampler.sample(rng)
         assert_valid_path(tr, model, region)
-        counts.append(len(ensemble.trace_index(tr)))
+        counts.append(len(traces.trace_index(tr)))
     expected = posterior_decoding(model, region)[0][-1]
     assert expected == pytest.approx(expect, abs=0.001)
     se = np.std(counts) / np.sqrt(len(counts))
@@ -617,4 +619,4 @@ def test_region_input_checks(searches):
     with pytest.raises(ValueError, match="rows"):
         ensemble.region_trace_ensemble(fwd, model, dsq, ireg, jreg + 1, EaselRandom(42))
     with pytest.raises(ValueError, match="float32"):
-        ensemble.TraceSampler(RegionForward(fwd.mmx.astype(np.float64), fwd.imx, fwd.dmx, fwd.xmx), model)
+        traces.TraceSampler(RegionForward(fwd.mmx.astype(np.float64), fwd.imx, fwd.dmx, fwd.xmx), model)

@@ -47,9 +47,11 @@ from ..filters import LOCAL_SIZE, DeviceBatch, round_up, warp_runs
 from ..kernel_table import TABLES, WarpKernels
 from ..logf import logf_array, logf_is_glibc
 from ..options import choose
-from .ensemble import NSAMPLES, SEED, EaselRandom, ModelTables, RegionForward
+from .easel_random import EaselRandom
+from .ensemble import NSAMPLES, SEED
 from .launches import DomainLaunches
 from .segments import segment_ranges
+from .traces import ModelTables, RegionForward
 from .workers import map_ensembles
 
 __all__ = ["STATUS_ANOMALY", "STATUS_OVERFLOW", "EnsembleStats", "RegionEnsembles", "ensemble_work_ints",

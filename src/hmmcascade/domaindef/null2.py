@@ -28,9 +28,9 @@ import numpy as np
 
 from ..device import Device, opencl, size_class
 from ..profiles import KP
-from .ensemble import AMINO_DEGENERACIES
 from .numerics import kahan_fsum_segments, sequential_fsum
 from .segments import segment_blocks, segment_ranges
+from .traces import AMINO_DEGENERACIES
 
 __all__ = ["Null2Pieces", "Null2Sums", "null2_odds", "null2_odds_rows", "null2_sums_host"]
 
@@ -49,7 +49,7 @@ def null2_odds_rows(weights: np.ndarray) -> np.ndarray:
     """:func:`null2_odds` of many envelopes: [n, 20] kernel values -> [n, KP] odds.
 
     Codes 20 (gap), 27, 28 are 1; each degenerate code is the float mean of its residues'
-    values, summed in order (esl_abc_FAvgScVec, as :func:`~.ensemble.average_degenerate`).
+    values, summed in order (esl_abc_FAvgScVec, as :func:`~.traces.average_degenerate`).
     """
     n = weights.shape[0]
     n2 = np.ones((n, KP), dtype=F32)

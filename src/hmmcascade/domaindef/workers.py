@@ -13,7 +13,8 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from .ensemble import SEED, EaselRandom, region_trace_ensemble
+from .easel_random import EaselRandom
+from .ensemble import SEED, region_trace_ensemble
 
 __all__ = ["map_ensembles"]
 

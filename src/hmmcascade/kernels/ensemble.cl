@@ -19,11 +19,13 @@
  *                     more; CPUs use one work-item per region, GPUs were checked bit-exact
  *                     against it: benchmarks/ensemble_variants.py.)
  *
- * This is a transcription of src/hmmcascade/domaindef/ensemble.py, which reproduces
+ * This is a transcription of src/hmmcascade/domaindef/ensemble.py (clustering and
+ * region_trace_ensemble), traces.py (stochastic traceback, null2 by trace) and
+ * easel_random.py (Easel's generator and choices), which reproduce
  * HMMER bit for bit; every float32 and double operation below is the one
- * that module performs, in the same order (the header turns FP_CONTRACT off:
- * no fused multiply-add).  Where the Python module precomputes something
- * (cut points per matrix row), the kernel computes the same value on demand:
+ * those modules perform, in the same order (the header turns FP_CONTRACT off:
+ * no fused multiply-add).  Where the Python modules precompute something
+ * (TraceSampler's cut points per matrix row), the kernel computes the same value on demand:
  * the numbers are identical, only when they are computed differs.
  *
  * Random numbers: Easel's fast generator, x <- 69069 x + 1 (mod 2^32), each
@@ -69,7 +71,7 @@
  * env[r * env_cap ...]; status[r] = number of envelopes, or
  *   STATUS_OVERFLOW (-1): a workspace capacity (segment pairs, significant
  *       clusters, endpoint histogram, node runs, trace steps) was too small;
- *   STATUS_ANOMALY (-2): a path the Python module would follow differently
+ *   STATUS_ANOMALY (-2): a path the Python modules would follow differently
  *       (NaN or zero weights where it raises or wraps an index);
  * in both cases the host recomputes the region with ensemble.py.
  */
@@ -177,7 +179,7 @@ inline int choose4(const float p0, const float p1, const float p2, const float p
 
 /* E's draw: node k of the chosen M (k) or D (-k) cell of row i, weights cell * norm in HMMER's
  * striped order, the running double sum compared with the roll (the row walked again while the
- * sum has not passed it, as HMMER's while(1)).  0: no choice where the Python module would raise,
+ * sum has not passed it, as HMMER's while(1)).  0: no choice where traces.py would raise,
  * or a NaN weight reached (numpy's search would then differ from the walk).
  * With the work-group: the weights of the walk are loaded nl at a time (work-item a the
  * a-th of the block, into lv), then every work-item adds the block to its running double sum in
@@ -568,7 +570,7 @@ __kernel void region_ensemble(
                     if (i < 0) { st = STATUS_ANOMALY; break; }
                     const double roll = rng_next(&rng);
                     const float E = fx[i * NX + XE];
-                    if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* the Python module divides by zero */
+                    if (E == 0.0f) { st = STATUS_ANOMALY; break; }   /* traces.py divides by zero */
                     __global const float *cm = F + (long) i * 3 * W;
                     const float norm = (float) (1.0 / (double) E);
 #ifdef ENS_VOTE
