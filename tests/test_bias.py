@@ -14,7 +14,7 @@ import pytest
 from pyhmmer.easel import Alphabet
 from pyhmmer.plan7 import Background, Profile
 
-from hmmcascade import filters, profiles
+from hmmcascade import device_data, filters, profiles
 
 AMINO = Alphabet.amino()
 SYMBOLS = "ACDEFGHIKLMNPQRSTVWY-BJZOUX*~"  # Easel's amino codes 0..28
@@ -145,8 +145,8 @@ def test_bias_filter_matches_esl_hmm_forward(msv_sample, bias_pairs, device):
     s = msv_sample
     pair_seq, pair_model = bias_pairs
     lp = profiles.length_params(s.seqs.lengths, s.db)
-    batch = filters.DeviceBatch.upload(device, s.seqs, lp)
-    bias = filters.BiasFilter(device, filters.DeviceModels(device, s.db), 64 << 20)
+    batch = device_data.DeviceBatch.upload(device, s.seqs, lp)
+    bias = filters.BiasFilter(device, device_data.DeviceModels(device, s.db), 64 << 20)
     got, _ = bias(batch, pair_seq, pair_model)
 
     bg_f = np.asarray(Background(AMINO).residue_frequencies, dtype=np.float32)

@@ -102,7 +102,7 @@ def test_device_layouts_equal_the_host_layouts(device, default_db):
     """layout.cl's tables (every model, uchar / short / float elements, each pad) and a batch's
     grouped residues (sequences of every length class, lanes past the last sequence) equal the
     host's construction of the same layouts, byte for byte."""
-    from hmmcascade.filters import LOCAL_SIZE, DeviceBatch, DeviceModels, _emission_words, _transition_words
+    from hmmcascade.device_data import LOCAL_SIZE, DeviceBatch, DeviceModels, _emission_words, _transition_words
     from hmmcascade.io import SequenceSet
     from hmmcascade.profiles import length_params
 

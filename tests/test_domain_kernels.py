@@ -28,7 +28,8 @@ from hmmcascade.domaindef import envelopes
 from hmmcascade.domaindef.decode import find_regions
 from hmmcascade.domaindef.engine import DomainEngine
 from hmmcascade.domaindef.records import EnvelopeResults
-from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
+from hmmcascade.device_data import DeviceBatch
+from hmmcascade.filters import VIT_WARP_C, warp_runs
 from hmmcascade.io import SequenceSet
 from hmmcascade.profiles import length_params
 

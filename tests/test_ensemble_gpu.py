@@ -25,7 +25,8 @@ from conftest import PYHMMER_DATA
 
 from hmmcascade import cascade, io
 from hmmcascade.domaindef import multidomain
-from hmmcascade.filters import VIT_WARP_C, DeviceBatch, warp_runs
+from hmmcascade.device_data import DeviceBatch
+from hmmcascade.filters import VIT_WARP_C, warp_runs
 from hmmcascade.options import SearchOptions
 from hmmcascade.logf import logf_is_glibc
 from hmmcascade.press import press

@@ -14,7 +14,7 @@ import pytest
 from pyhmmer.easel import Alphabet, SequenceFile
 
 from conftest import BEST_HITS, DEFAULT_SEQS
-from hmmcascade import filters, profiles
+from hmmcascade import device_data, filters, profiles
 from hmmcascade.press import press
 from hmmcascade.instrument import Instrument
 
@@ -159,8 +159,8 @@ def test_forward_filter_matches_float64_forward(default_hmms, msv_sample, device
     assert len(sub) == 14 and sub.lengths.min() == 1 and sub.lengths.max() == 4560
 
     lp = profiles.length_params(sub.lengths, db)
-    batch = filters.DeviceBatch.upload(device, sub, lp)
-    ff = filters.ForwardFilter(device, filters.DeviceModels(device, db), 64 << 10, path=path)  # several launches
+    batch = device_data.DeviceBatch.upload(device, sub, lp)
+    ff = filters.ForwardFilter(device, device_data.DeviceModels(device, db), 64 << 10, path=path)  # several launches
     pair_model = np.repeat(np.arange(len(db)), len(sub))
     pair_seq = np.tile(np.arange(len(sub)), len(db))
     with pytest.MonkeyPatch.context() as mp:
@@ -189,8 +189,8 @@ def test_group_kernel_equals_serial_kernel(default_db, msv_sample, device, wg_ce
     plus fragments of 1 and 9 residues, all through forward_wg (wg_cells 1) or the larger ones only."""
     db, seqs = default_db, msv_sample.seqs
     lp = profiles.length_params(seqs.lengths, db)
-    batch = filters.DeviceBatch.upload(device, seqs, lp)
-    models = filters.DeviceModels(device, db)
+    batch = device_data.DeviceBatch.upload(device, seqs, lp)
+    models = device_data.DeviceModels(device, db)
     rng = np.random.default_rng(5)
     L = seqs.lengths
     short = np.concatenate([np.flatnonzero(L == 1)[:1], np.flatnonzero(L == 9)[:1]])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hmmcascade import cascade
-from hmmcascade.filters import DeviceModels
+from hmmcascade.device_data import DeviceModels
 from hmmcascade.options import SearchOptions
 from hmmcascade.output import query_infos, write_alignments, write_domtblout, write_tblout
 from hmmcascade.planner import MIN_WORK_BYTES, MemoryPlan, minimum_budget, parse_size

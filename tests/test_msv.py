@@ -15,7 +15,7 @@ import pytest
 from pyhmmer.easel import Alphabet, DigitalSequence
 from pyhmmer.plan7 import Background, Profile
 
-from hmmcascade import cascade, filters, profiles, stats
+from hmmcascade import cascade, device_data, msv_filter, profiles, stats
 from hmmcascade.options import SearchOptions
 
 AMINO = Alphabet.amino()
@@ -27,9 +27,9 @@ def msv_run(request, msv_sample, device):
     with each tiled kernel (``msv_tiled2``, ``msv_tiled``) and the reruns."""
     s = msv_sample
     lp = profiles.length_params(s.seqs.lengths, s.db)
-    models = filters.DeviceModels(device, s.db)
-    batch = filters.DeviceBatch.upload(device, s.seqs, lp)
-    msv = filters.MsvFilter(device, models, 256 << 20, path=request.param)
+    models = device_data.DeviceModels(device, s.db)
+    batch = device_data.DeviceBatch.upload(device, s.seqs, lp)
+    msv = msv_filter.MsvFilter(device, models, 256 << 20, path=request.param)
     xj, _ = msv(batch, 0, len(s.db))
     usc = stats.msv_nats(xj, lp.tjb_u8[None, :], s.db.msv_params_u8[:, 2, None], s.db.scale_b)
     return msv, batch, xj, usc
@@ -88,7 +88,7 @@ def test_msv_model_subrange_launch(msv_sample, msv_run):
     part, _ = msv(batch, lo, hi)
     np.testing.assert_array_equal(part, xj[lo:hi])
     M = msv_sample.db.M
-    small = filters.MsvFilter(msv.dev, msv.models, 4 * batch.grp_words * 3)  # room for three models
+    small = msv_filter.MsvFilter(msv.dev, msv.models, 4 * batch.grp_words * 3)  # room for three models
     groups = list(small.model_groups(batch.grp_words))
     assert all(hi - lo <= 3 for lo, hi in groups)
     assert len(groups) > 1 and groups[0][0] == 0 and groups[-1][1] == len(M)
@@ -108,7 +108,7 @@ def test_tiled_and_exact_paths_both_used(msv_sample, msv_run):
 def test_exact_path_equals_tiled(msv_sample, msv_run):
     """The CPU default (msv_exact on every pair) gives the same words as the tiled GPU path."""
     msv, batch, xj, _ = msv_run
-    exact = filters.MsvFilter(msv.dev, msv.models, 256 << 20, path="exact")
+    exact = msv_filter.MsvFilter(msv.dev, msv.models, 256 << 20, path="exact")
     got, _ = exact(batch, 0, len(msv_sample.db))
     np.testing.assert_array_equal(got, xj)
 
@@ -132,10 +132,10 @@ def tiled_pair(msv_sample, device):
     that most words are -3."""
     s = msv_sample
     lp = profiles.length_params(s.seqs.lengths, s.db)
-    models = filters.DeviceModels(device, s.db)
-    one = filters.MsvFilter(device, models, 256 << 20, path="tiled1")
-    two = filters.MsvFilter(device, models, 256 << 20, path="tiled")
-    batch = filters.DeviceBatch.upload(device, s.seqs, lp)
+    models = device_data.DeviceModels(device, s.db)
+    one = msv_filter.MsvFilter(device, models, 256 << 20, path="tiled1")
+    two = msv_filter.MsvFilter(device, models, 256 << 20, path="tiled")
+    batch = device_data.DeviceBatch.upload(device, s.seqs, lp)
     plain = _tiled_words(one, batch, 0, len(s.db))
     median = np.array([np.median(row[row >= 0]) for row in plain], dtype=np.float32)
     thresholds = {"none": (None, None), "search": cascade._msv_thresholds(lp, s.db, 0.02),
@@ -172,7 +172,7 @@ def test_tiled2_words_equal_tiled1(msv_sample, tiled_pair, lo, hi, thr):
     details = [(lo + int(m), int(L[q]), int(got[m, q]), int(want[m, q])) for m, q in mismatch[:10]]
     assert len(mismatch) == 0, f"{len(mismatch)} words differ (model, L, tiled2, tiled1): {details}"
     if (lo, hi) == (0, 25):  # the kinds of word each set of thresholds gives in the full launch
-        assert (got <= filters.MSV_LB_CODE).any() and (got >= 0).any()
+        assert (got <= msv_filter.MSV_LB_CODE).any() and (got >= 0).any()
         assert (got == -3).any() == (thr != "none")
         assert (got == -3).mean() > 0.3 or thr != "harsh"
 
@@ -185,9 +185,9 @@ def test_tiled_lower_bounds_bound_hmmer(msv_sample, tiled_pair, hmmer_msv):
     one, two, batch, _ = tiled_pair
     s = msv_sample
     words = _tiled_words(two, batch, 0, len(s.db))
-    exact = filters.MsvFilter(one.dev, one.models, 256 << 20, path="exact")(batch, 0, len(s.db))[0]
-    lb_at = words <= filters.MSV_LB_CODE
-    lb = filters.MSV_LB_CODE - words[lb_at].astype(np.int64)
+    exact = msv_filter.MsvFilter(one.dev, one.models, 256 << 20, path="exact")(batch, 0, len(s.db))[0]
+    lb_at = words <= msv_filter.MSV_LB_CODE
+    lb = msv_filter.MSV_LB_CODE - words[lb_at].astype(np.int64)
     assert lb_at.any() and (lb >= 0).all() and (lb <= 255).all()
     xj = exact[lb_at].astype(np.int64)
     assert np.all((xj == -1) | (xj >= lb))
@@ -208,7 +208,7 @@ def test_tiled2_sample_covers_lengths(msv_sample):
     assert len(M) == 25 and M[16] == M.min() < 32 and M[3] == M.max() > 30 * 32
     assert M[2] < 2 * 32 and M[15:18].tolist() == [91, 13, 154]
     assert set(range(1, 6)) <= set(L.tolist()) and (L % 4 != 0).any() and L.max() > 2000
-    assert len(L) % filters.LOCAL_SIZE != 0
+    assert len(L) % device_data.LOCAL_SIZE != 0
 
 
 def test_tiled2_short_sequences_and_exact(msv_sample, tiled_pair):
@@ -219,10 +219,10 @@ def test_tiled2_short_sequences_and_exact(msv_sample, tiled_pair):
     seqs = s.seqs.subset(np.flatnonzero(s.seqs.lengths <= 5))
     assert seqs.lengths.tolist() == [1, 2, 3, 4, 5]
     lp = profiles.length_params(seqs.lengths, s.db)
-    batch = filters.DeviceBatch.upload(one.dev, seqs, lp)
+    batch = device_data.DeviceBatch.upload(one.dev, seqs, lp)
     for lo, hi in LAUNCHES:
         np.testing.assert_array_equal(_tiled_words(two, batch, lo, hi), _tiled_words(one, batch, lo, hi))
-    exact = filters.MsvFilter(one.dev, one.models, 256 << 20, path="exact")
+    exact = msv_filter.MsvFilter(one.dev, one.models, 256 << 20, path="exact")
     np.testing.assert_array_equal(two(batch, 0, len(s.db))[0], exact(batch, 0, len(s.db))[0])
 
 
@@ -247,7 +247,7 @@ def test_tiled2_pairs_models_of_similar_length(msv_sample, tiled_pair):
 def test_tiled2_pair_cache_is_bounded(msv_sample, device):
     """The pair lists cached per model range start over after 256 ranges (many batch shapes)."""
     s = msv_sample
-    msv = filters.MsvFilter(device, filters.DeviceModels(device, s.db), 1 << 20, path="tiled")
+    msv = msv_filter.MsvFilter(device, device_data.DeviceModels(device, s.db), 1 << 20, path="tiled")
     ranges = [(lo, hi) for lo in range(len(s.db)) for hi in range(lo + 1, len(s.db) + 1)][:257]
     for lo, hi in ranges:
         msv._pair_rows(lo, hi)
@@ -261,9 +261,9 @@ def test_msv_path_choice(tiled_pair):
     (msv_tiled, kept to compare with) is a constructor argument, no search option."""
     one, two, _, _ = tiled_pair
     assert two.kernel.function_name == "msv_tiled2" and one.kernel.function_name == "msv_tiled"
-    assert filters.MsvFilter(one.dev, one.models, 1 << 20, path="tiled1").path == "tiled1"
-    assert filters.MsvFilter(one.dev, one.models, 1 << 20, options=SearchOptions(msv="tiled")).path == "tiled"
+    assert msv_filter.MsvFilter(one.dev, one.models, 1 << 20, path="tiled1").path == "tiled1"
+    assert msv_filter.MsvFilter(one.dev, one.models, 1 << 20, options=SearchOptions(msv="tiled")).path == "tiled"
     with pytest.raises(ValueError, match="MSV path"):
         SearchOptions(msv="tiled1")
     with pytest.raises(ValueError, match="MSV path"):
-        filters.MsvFilter(one.dev, one.models, 1 << 20, path="tiled3")
+        msv_filter.MsvFilter(one.dev, one.models, 1 << 20, path="tiled3")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import BEST_HITS, PYHMMER_DATA, concat, sorted_by_length
-from hmmcascade import cascade, filters, profiles, stats
+from hmmcascade import cascade, device_data, filters, profiles, stats
 from hmmcascade.press import press
 from hmmcascade import io as hio
 from hmmcascade.io import SequenceSet
@@ -151,8 +151,8 @@ def test_viterbi_filter_matches_generic_viterbi(vit_sample, device, path):
     """
     db, seqs = vit_sample
     lp = profiles.length_params(seqs.lengths, db)
-    batch = filters.DeviceBatch.upload(device, seqs, lp)
-    vf = filters.ViterbiFilter(device, filters.DeviceModels(device, db), 64 << 10, path=path)
+    batch = device_data.DeviceBatch.upload(device, seqs, lp)
+    vf = filters.ViterbiFilter(device, device_data.DeviceModels(device, db), 64 << 10, path=path)
     rng = np.random.default_rng(7)
     perm = rng.permutation(len(db) * len(seqs))
     pair_model = np.repeat(np.arange(len(db)), len(seqs))[perm]
@@ -228,8 +228,8 @@ def wg_run(wg_sample, device):
     db, seqs = wg_sample
     with np.errstate(divide="ignore", invalid="ignore"):  # the empty target's length model is log(0); never read
         lp = profiles.length_params(seqs.lengths, db)
-    batch = filters.DeviceBatch.upload(device, seqs, lp)
-    models = filters.DeviceModels(device, db)
+    batch = device_data.DeviceBatch.upload(device, seqs, lp)
+    models = device_data.DeviceModels(device, db)
     perm = np.random.default_rng(11).permutation(len(db) * len(seqs))
     pair_model = np.repeat(np.arange(len(db)), len(seqs))[perm].astype(np.int32)
     pair_seq = np.tile(np.arange(len(seqs)), len(db))[perm].astype(np.int32)

@@ -35,7 +35,9 @@ from .builds import prebuild
 from .kernel_table import search_parts
 from .device import Device
 from .domaindef.engine import DomainEngine
-from .filters import BiasFilter, DeviceBatch, DeviceModels, ForwardFilter, MsvFilter, ViterbiFilter, union_seconds
+from .device_data import DeviceBatch, DeviceModels
+from .filters import BiasFilter, ForwardFilter, ViterbiFilter, union_seconds
+from .msv_filter import MsvFilter
 from .instrument import Instrument
 from .io import SequenceSet
 from .options import SearchOptions

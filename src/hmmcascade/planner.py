@@ -1,6 +1,6 @@
 """The search's device-memory plan: one budget in bytes, split once between the stages.
 
-A search holds on the device its models (:class:`~hmmcascade.filters.DeviceModels`, the
+A search holds on the device its models (:class:`~hmmcascade.device_data.DeviceModels`, the
 *resident* bytes) and, batch after batch, the batch's sequences, the launches' scratch and
 their outputs, all from the device's buffer pool (:meth:`~hmmcascade.device.Device.scratch`).
 :class:`MemoryPlan` takes the budget (``--device-memory SIZE``, config ``device_memory``;

@@ -25,7 +25,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from .device import CL_COMPLETE, Device
-from .filters import DeviceBatch, MsvFilter
+from .device_data import DeviceBatch
+from .msv_filter import MsvFilter
 
 __all__ = ["BEGUN_AHEAD", "DOMAIN_BATCHES_IN_FLIGHT", "FILL_DEPTH", "FILTER_THREAD", "MIN_BATCH_RESIDUES",
            "MSV_AHEAD", "PIPELINE_BATCHES", "SWITCH_INTERVAL_S", "MsvRun", "cut_batches", "plan_batches", "run_batches",

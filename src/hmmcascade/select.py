@@ -33,7 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import Device
-from .filters import LOCAL_SIZE, MSV_WG, MSV_WG_QMAX, DeviceBatch, round_up
+from .device_data import LOCAL_SIZE, DeviceBatch
+from .filters import round_up
+from .msv_filter import MSV_WG, MSV_WG_QMAX
 from .options import choose
 
 __all__ = ["DeviceSelect", "select_enabled"]

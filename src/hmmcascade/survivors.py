@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .filters import DeviceBatch
+from .device_data import DeviceBatch
 
 __all__ = ["Survivors"]
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import opencl
-from ..filters import DeviceBatch, on_side_queue, round_up, warp_runs
+from ..device_data import DeviceBatch
+from ..filters import on_side_queue, round_up, warp_runs
 from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..device import Device
-from ..filters import DeviceBatch, DeviceModels
+from ..device_data import DeviceBatch, DeviceModels
 from ..options import SearchOptions
 from ..profiles import ProfileDB
 from .decode import PosteriorDecoder

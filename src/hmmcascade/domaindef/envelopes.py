@@ -24,7 +24,8 @@ from functools import partial
 import numpy as np
 
 from ..device import opencl
-from ..filters import DeviceBatch, on_side_queue, round_up, union_seconds, warp_runs
+from ..device_data import DeviceBatch
+from ..filters import on_side_queue, round_up, union_seconds, warp_runs
 from ..kernel_table import TABLES, WARP_MAX_NODES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches

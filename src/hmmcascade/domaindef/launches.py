@@ -1,7 +1,7 @@
 """The device side shared by the domain-definition stages: launch plans, transfers, bookkeeping.
 
 :class:`DomainLaunches` holds what the stages (:mod:`.decode`, :mod:`.envelopes`, :mod:`.multidomain`)
-launch against: the device, its models (:class:`~hmmcascade.filters.DeviceModels`) and their
+launch against: the device, its models (:class:`~hmmcascade.device_data.DeviceModels`) and their
 :class:`~hmmcascade.profiles.ProfileDB`, and a scratch budget in bytes.  It plans launches of
 jobs that each need some scratch floats (:meth:`DomainLaunches.plan_launches`), packs arrays into
 one upload (:meth:`~DomainLaunches.upload`) and outputs into one read-back
@@ -22,7 +22,8 @@ import threading
 import numpy as np
 
 from ..device import Device, opencl
-from ..filters import LOCAL_SIZE, DeviceModels, round_up
+from ..device_data import LOCAL_SIZE, DeviceModels
+from ..filters import round_up
 from ..options import SearchOptions
 from ..profiles import ProfileDB
 
@@ -192,7 +193,7 @@ class DomainLaunches:
 
     def node_emissions(self):
         """The kernels' node-major emission table on the device (per model words ``[W/4][KP][4]``,
-        zero-padded, made by :class:`~hmmcascade.filters.DeviceModels`) and each model's offset in
+        zero-padded, made by :class:`~hmmcascade.device_data.DeviceModels`) and each model's offset in
         words of 4 floats."""
         return self.models.fwd_msc_nodes, self.models.word_emis_off
 

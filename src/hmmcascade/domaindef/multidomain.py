@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device import opencl
-from ..filters import LOCAL_SIZE, DeviceBatch, round_up, warp_runs
+from ..device_data import LOCAL_SIZE, DeviceBatch
+from ..filters import round_up, warp_runs
 from ..kernel_table import TABLES, WarpKernels
 from ..logf import logf_array, logf_is_glibc
 from ..options import choose
@@ -175,7 +176,7 @@ class RegionEnsembles:
         """HMMER's ``region_trace_ensemble`` for many regions at once.
 
         Arguments:
-            batch: the :class:`hmmcascade.filters.DeviceBatch` holding the targets.
+            batch: the :class:`hmmcascade.device_data.DeviceBatch` holding the targets.
             seq, model: per region, the target's index in the batch and the model's index.
             starts, ends: per region, first and last residue (1-based, inclusive).
             backend: ``"device"`` or ``"python"`` (all regions on the host, with
