@@ -13,10 +13,10 @@ import subprocess
 import pytest
 
 from hmmcascade import __version__
-from hmmcascade.annotate import (AnnotationStream, PfamFamily, pfam_domains, read_pfam_dat, thresholds_note,
-                                 write_gff3, write_pfam_scan)
+from hmmcascade.annotate import AnnotationStream, pfam_domains, thresholds_note, write_gff3, write_pfam_scan
 from hmmcascade.reporting import Thresholds
 from hmmcascade.io import InputError
+from hmmcascade.pfam_dat import PfamFamily, read_pfam_dat
 from hmmcascade.results import Alignment, Domain, Hit
 
 #: Four records in Pfam-A.hmm.dat's format (Pfam 37 families: three of the NAD(P)-binding

@@ -5,9 +5,9 @@ Pfam's ``pfam_scan.pl`` (``Bio::Pfam::Scan::PfamScan``) runs ``hmmsearch
 protein, with the family type and clan from ``Pfam-A.hmm.dat``.  This module
 does the same from :class:`~hmmcascade.results.Hit` lists:
 
-* :func:`read_pfam_dat` reads ``Pfam-A.hmm.dat`` (``#=GF ID``, ``AC``, ``DE``,
-  ``GA``, ``TP``, ``ML``, ``NE``, ``CL`` per family record, ``//`` between
-  records; gzipped or plain).
+* :func:`~hmmcascade.pfam_dat.read_pfam_dat` (:mod:`hmmcascade.pfam_dat`) reads
+  ``Pfam-A.hmm.dat`` (``#=GF ID``, ``AC``, ``DE``, ``GA``, ``TP``, ``ML``, ``NE``,
+  ``CL`` per family record, ``//`` between records; gzipped or plain).
 * :func:`pfam_domains` selects the reported domains of reported hits and,
   when family data are given, resolves clan overlaps as pfam_scan's
   ``_resolve_clan_overlap`` / ``HMMResults::remove_overlaps_by_clan`` does:
@@ -20,7 +20,8 @@ does the same from :class:`~hmmcascade.results.Hit` lists:
   printf formats: proteins sorted by name, domains by alignment start.
 * :func:`write_gff3` writes the same domains as GFF3 ``protein_match``
   features on alignment coordinates (as pfam_scan and InterProScan report),
-  each the child of its protein's ``polypeptide`` feature.
+  each the child of its protein's ``polypeptide`` feature (text escaped by
+  :mod:`hmmcascade.gff3`).
 * :func:`thresholds_note` names the thresholds and Z that made a table, for
   the comment line of the per-protein tables (:class:`AnnotationStream`'s ``note``).
 
@@ -37,37 +38,20 @@ in the Pfam database. BMC Bioinformatics 8:298. doi:10.1186/1471-2105-8-298
 
 from __future__ import annotations
 
-import functools
-import re
 import shutil
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple
-from pathlib import Path
 
 from . import __version__
-from .io import InputError, check_input_file, open_input
+from .gff3 import PFAM_ACCESSION, attr_safe, escape, gff3_ids
+from .pfam_dat import PfamFamily
 from .results import Hit
 
-__all__ = ["PfamFamily", "DomainAnnotation", "DomainUnit", "read_pfam_dat", "pfam_domains", "unit_annotations",
+__all__ = ["DomainAnnotation", "DomainUnit", "pfam_domains", "unit_annotations",
            "write_pfam_scan", "write_gff3",
            "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream",
-           "protein_summary_line", "PFAM_ACCESSION", "gff3_attribute", "gff3_seqid"]
-
-
-@dataclass(frozen=True)
-class PfamFamily:
-    """One ``Pfam-A.hmm.dat`` record."""
-
-    id: str  #: ``#=GF ID``, the model name
-    accession: str = ""  #: ``#=GF AC``, e.g. PF02826.20
-    description: str = ""  #: ``#=GF DE``
-    type: str = ""  #: ``#=GF TP``: Domain, Family, Repeat, Motif, Coiled-coil, Disordered
-    model_length: int = 0  #: ``#=GF ML``
-    clan: str = ""  #: ``#=GF CL``, e.g. CL0063; "" when the family is in no clan
-    nested: frozenset[str] = frozenset()  #: IDs of families allowed to overlap it (``NE``, both directions)
-    ga_seq_bits: float | None = None  #: ``#=GF GA`` sequence gathering threshold
-    ga_dom_bits: float | None = None  #: ``#=GF GA`` domain gathering threshold
+           "protein_summary_line"]
 
 
 @dataclass(frozen=True)
@@ -92,80 +76,8 @@ class DomainAnnotation:
     clan: str  #: "No_clan" when none
 
 
-_GA = re.compile(r"(\S+);\s+(\S+);")
 _COLUMNS = ("# <seq id> <alignment start> <alignment end> <envelope start> <envelope end> <hmm acc> <hmm name>"
             " <type> <hmm start> <hmm end> <hmm length> <bit score> <E-value> <significance> <clan>")
-
-
-def read_pfam_dat(path) -> dict[str, PfamFamily]:
-    """Families of a ``Pfam-A.hmm.dat`` file, by ID (model name).
-
-    Raises:
-        InputError: (a ValueError) one line naming the file and the line number of the fault.
-    """
-    path = Path(path)
-    check_input_file(path, "Pfam-A.hmm.dat")
-    with open_input(path) as fh:
-        text = fh.read().decode("utf-8", errors="replace")
-    records: list[dict] = []
-    current: dict | None = None
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.rstrip()
-        if not line or line.startswith("# STOCKHOLM"):
-            continue
-        if line == "//":
-            if current is None or "ID" not in current:
-                raise InputError(f"{path}: line {n}: record ends without a #=GF ID line")
-            records.append(current)
-            current = None
-            continue
-        fields = line.split(None, 2)
-        if len(fields) < 3 or fields[0] != "#=GF":
-            raise InputError(f"{path}: line {n}: not a Pfam-A.hmm.dat line: {line[:60]!r}")
-        tag, value = fields[1], fields[2]
-        if tag == "ID":
-            if current is not None:
-                raise InputError(f"{path}: line {n}: #=GF ID {value} before the previous record's //")
-            current = {"ID": value.split()[0], "NE": set(), "line": n}
-        elif current is None:
-            raise InputError(f"{path}: line {n}: #=GF {tag} outside a record (no #=GF ID before it)")
-        else:
-            _read_tag(path, n, current, tag, value)
-    if current is not None:
-        raise InputError(f"{path}: truncated: the record of {current['ID']} has no closing //")
-    if not records:
-        raise InputError(f"{path}: no Pfam family records")
-    nested: dict[str, set[str]] = {}
-    for r in records:
-        for other in r["NE"]:
-            nested.setdefault(r["ID"], set()).add(other)
-            nested.setdefault(other, set()).add(r["ID"])
-    families: dict[str, PfamFamily] = {}
-    for r in records:
-        if r["ID"] in families:
-            raise InputError(f"{path}: line {r['line']}: family {r['ID']} appears twice")
-        families[r["ID"]] = PfamFamily(r["ID"], r.get("AC", ""), r.get("DE", ""), r.get("TP", ""), r.get("ML", 0),
-                                       r.get("CL", ""), frozenset(nested.get(r["ID"], ())), *r.get("GA", (None, None)))
-    return families
-
-
-def _read_tag(path: Path, n: int, record: dict, tag: str, value: str) -> None:
-    if tag in ("AC", "TP", "CL"):
-        record[tag] = value.split()[0]
-    elif tag == "DE":
-        record[tag] = value
-    elif tag == "NE":
-        record["NE"].add(value.split()[0].rstrip(";"))
-    elif tag == "ML":
-        if not value.isdigit():
-            raise InputError(f"{path}: line {n}: #=GF ML must be a model length, got {value!r}")
-        record[tag] = int(value)
-    elif tag == "GA":
-        m = _GA.match(value)
-        try:
-            record[tag] = (float(m.group(1)), float(m.group(2)))
-        except (AttributeError, ValueError):
-            raise InputError(f"{path}: line {n}: #=GF GA must read '<seq bits>; <dom bits>;', got {value!r}") from None
 
 
 class DomainUnit(NamedTuple):
@@ -197,7 +109,7 @@ def pfam_domains(hits, families: dict[str, PfamFamily] | None = None, *,
 
     Arguments:
         hits: :class:`~hmmcascade.results.Hit` objects (any models, any targets).
-        families: :func:`read_pfam_dat`'s result, or None (no types, clans nor resolution).
+        families: :func:`~hmmcascade.pfam_dat.read_pfam_dat`'s result, or None (no types, clans nor resolution).
         resolve_clan_overlap: False is pfam_scan's ``-clan_overlap`` (keep overlapping clan members).
 
     Raises:
@@ -336,13 +248,13 @@ def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, res
 def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
     """Domain ``k`` (1, 2, ...) of its protein; the protein's region and polypeptide first when ``k`` is 1.
     (Only text is escaped: the numbers' characters are all safe.)"""
-    seqid, attr_id = _gff3_ids(a.seq_id)
+    seqid, attr_id = gff3_ids(a.seq_id)
     out = []
     if k == 1:
         out.append(f"##sequence-region {seqid} 1 {a.seq_length}")
         out.append("\t".join([seqid, "hmmcascade", "polypeptide", "1", str(a.seq_length), ".", ".", ".",
                               f"ID=protein:{attr_id};Name={attr_id}"]))
-    name = _escape(a.hmm_name, _attr_safe)
+    name = escape(a.hmm_name, attr_safe)
     column9 = [f"ID=domain:{attr_id}:{k}", f"Parent=protein:{attr_id}", f"Name={name}",
                # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
                f"Target={name.replace(' ', '%20')} {a.hmm_from} {a.hmm_to}"]
@@ -350,36 +262,16 @@ def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
     if pfam:
         column9.append(f"Dbxref=Pfam:{pfam.group(0)}")
     if a.hmm_acc != "-":
-        column9.append(f"accession={_escape(a.hmm_acc, _attr_safe)}")
+        column9.append(f"accession={escape(a.hmm_acc, attr_safe)}")
     column9.append(f"evalue={a.evalue:.2g};hmm_start={a.hmm_from};hmm_end={a.hmm_to};hmm_length={a.hmm_length};"
                    f"env_start={a.env_from};env_end={a.env_to};significant={int(a.significant)}")
     if a.type != "-":
-        column9.append(f"type={_escape(a.type, _attr_safe)}")
+        column9.append(f"type={escape(a.type, attr_safe)}")
     if a.clan != "No_clan":
-        column9.append(f"clan={_escape(a.clan, _attr_safe)}")
+        column9.append(f"clan={escape(a.clan, attr_safe)}")
     out.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
                           "%.1f" % a.bits, ".", ".", ";".join(column9)]))
     return out
-
-
-#: a Pfam family accession (GFF3's Dbxref=Pfam:PFnnnnn)
-PFAM_ACCESSION = re.compile(r"PF\d{5}")
-
-
-def gff3_seqid(text: str) -> str:
-    """``text`` percent-encoded for GFF3's column 1 (seqid)."""
-    return _escape(text, _seqid_safe)
-
-
-def gff3_attribute(text: str) -> str:
-    """``text`` percent-encoded for a GFF3 attribute's value."""
-    return _escape(text, _attr_safe)
-
-
-@functools.lru_cache(maxsize=4096)
-def _gff3_ids(seq_id: str) -> tuple[str, str]:
-    """A protein's name escaped for GFF3's column 1 and for an attribute value (once per protein)."""
-    return _escape(seq_id, _seqid_safe), _escape(seq_id, _attr_safe)
 
 
 _CUT_NAMES = {"ga": "gathering", "tc": "trusted", "nc": "noise"}
@@ -615,45 +507,3 @@ def write_protein_summary(path, hits, families: dict[str, PfamFamily] | None = N
     A header line names the columns."""
     _write_annotations(path, "protein_summary", hits, families, resolve_clan_overlap,
                        significant_only=significant_only)
-
-
-def _seqid_safe(ch: str) -> bool:
-    """GFF3 column 1 keeps [a-zA-Z0-9.:^*$@!+_?-|] unescaped."""
-    return ch.isascii() and (ch.isalnum() or ch in ".:^*$@!+_?-|")
-
-
-def _attr_safe(ch: str) -> bool:
-    """GFF3 column 9 values escape ; = & , (reserved), % itself, tab, newline and control characters, and a
-    name's bytes that are not UTF-8 (read as surrogates: the IDs hold the protein names)."""
-    return ch not in ";=&,%\t\n\r" and ord(ch) >= 0x20 and ch != "\x7f" and not "\udc80" <= ch <= "\udcff"
-
-
-#: the characters each ``safe`` rule rejects, as one regular expression (a string with none is kept as is)
-_UNSAFE = {}
-
-
-def _unsafe_pattern(safe):
-    if safe not in _UNSAFE:
-        if safe is _seqid_safe:
-            _UNSAFE[safe] = re.compile(r"[^a-zA-Z0-9.:^*$@!+_?\-|]")
-        elif safe is _attr_safe:
-            _UNSAFE[safe] = re.compile("[;=&,%\t\n\r\x00-\x1f\x7f\udc80-\udcff]")
-        else:
-            _UNSAFE[safe] = None
-    return _UNSAFE[safe]
-
-
-def _percent(ch: str) -> str:
-    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
-
-
-def _escape(text: str, safe) -> str:
-    """GFF3 percent-encoding (RFC 3986 style, upper-case hex) of every character ``safe`` rejects."""
-    pattern = _unsafe_pattern(safe)
-    if pattern is not None:
-        if pattern.search(text) is None:  # (most text: kept as it is)
-            return text
-        return pattern.sub(lambda m: _percent(m.group()), text)
-    return "".join(ch if safe(ch) else _percent(ch) for ch in text)
-
-

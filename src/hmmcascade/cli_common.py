@@ -107,7 +107,7 @@ def read_families(args):
     """The --pfam-dat file's families, or None (read before the search, so a bad file fails at once)."""
     if not args.pfam_dat:
         return None
-    from .annotate import read_pfam_dat
+    from .pfam_dat import read_pfam_dat
 
     return read_pfam_dat(args.pfam_dat)
 

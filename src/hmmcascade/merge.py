@@ -14,11 +14,12 @@ holding all hits:
    :class:`~hmmcascade.columnar.HitFileWriter`).  Every output's rows are those of one
    in-memory merge: queries in model order, each query's hits in HMMER's order, and a query's
    hits all lie in one block.
-2. **Proteins in name order.**  pfam_scan's table, GFF3, InterProScan's TSV and the protein
-   summary list proteins by name: an external sort.  Step 1 writes each block's reported domains
-   (the fields these tables use), sorted by protein name, as one run in a private temporary
-   folder; then the runs are merged (``heapq.merge``, a chunk of :data:`RUN_CHUNK` rows of each
-   in memory) and, a batch of whole proteins at a time, resolved
+2. **Proteins in name order** (:mod:`hmmcascade.merge_proteins`).  pfam_scan's table, GFF3,
+   InterProScan's TSV and the protein summary list proteins by name: an external sort.  Step 1
+   writes each block's reported domains (the fields these tables use), sorted by protein name, as
+   one run in a private temporary folder; then the runs are merged (``heapq.merge``, a chunk of
+   :data:`~hmmcascade.merge_proteins.RUN_CHUNK` rows of each in memory) and, a batch of whole
+   proteins at a time, resolved
    (:func:`~hmmcascade.annotate.pfam_domains`) and appended to those outputs
    (:class:`~hmmcascade.annotate.AnnotationStream`).  A protein's rows come in model order, as
    in one in-memory merge, since blocks are in model order.
@@ -42,49 +43,42 @@ per-protein tables are :mod:`hmmcascade.genome_split`'s) gives HMMER's tables an
 **Memory bound.**  Peak memory is that of the largest of: one block of models (``block_hits``
 hits, or one model's hits where a model alone has more), one row group of a hit file
 (:data:`~hmmcascade.columnar.ROW_GROUP_HITS` hits) per file, one chunk of each run (blocks x
-:data:`RUN_CHUNK` rows; with workers, each worker's chunks are ``RUN_CHUNK / workers`` rows,
-so all workers together hold as many), one batch of proteins (``part_rows`` rows, or one
-protein's); and a model-sized count table; with workers, ``workers + 2`` blocks in flight
-in all.  Nothing grows with the number of hits but the number of runs (one per block and part:
-20 blocks per million hits); the merge test measures the peak at a quarter of a million and at
-a million hit rows.
+:data:`~hmmcascade.merge_proteins.RUN_CHUNK` rows; with workers, each worker's chunks are
+``RUN_CHUNK / workers`` rows, so all workers together hold as many), one batch of proteins
+(``part_rows`` rows, or one protein's); and a model-sized count table; with workers, ``workers + 2``
+blocks in flight in all.  Nothing grows with the number of hits but the number of runs (one per
+block and part: 20 blocks per million hits); the merge test measures the peak at a quarter of a
+million and at a million hit rows.
 """
 
 from __future__ import annotations
 
-import heapq
 import json
 import os
 import pickle
 import shutil
 import tempfile
 import time
-from bisect import bisect_left
 from contextlib import ExitStack
 from dataclasses import dataclass
-from itertools import groupby
 from operator import itemgetter
 
 import numpy as np
 
 from .columnar import HitFile, HitFileWriter, hits_from_table, is_hit_file, thresholded_table
-from .annotate import AnnotationStream, DomainUnit, unit_annotations
-from .results import Domain, Hit
+from .merge_proteins import (PART_ROWS, RUN_CHUNK, annotation_parts, annotation_row, annotation_streams, bounds_of,
+                             init_worker, name_bounds, write_runs)
+from .results import Hit
 
-__all__ = ["BLOCK_HITS", "PART_ROWS", "PARTS_FORMAT", "MergeSummary", "merge_hit_files", "merge_parts",
+__all__ = ["BLOCK_HITS", "PARTS_FORMAT", "MergeSummary", "merge_hit_files", "merge_parts",
            "open_hit_source"]
 
 #: hits per block of models (step 1)
 BLOCK_HITS = 50_000
-#: annotation rows per batch of whole proteins (step 2)
-PART_ROWS = 20_000
-#: rows per chunk of a sorted run (step 2 holds one chunk of each run)
-RUN_CHUNK = 1024
 #: parts of the protein names in the folders of ``merge --to-parts`` (fixed: every shard's must agree)
 SHARD_PARTS = 32
 
 _TABLES = ("tblout", "domtblout", "alignments")
-_ANNOTATIONS = ("pfamscan", "gff3", "ipr_tsv", "protein_summary")
 
 
 @dataclass
@@ -150,99 +144,6 @@ def _blocks(counts: np.ndarray, block_hits: int) -> list[tuple[int, int]]:
     return out
 
 
-# the fields of a reported domain that the per-protein tables use (step 2 reads them as DomainUnits)
-def _annotation_row(key: bytes, h: Hit, d: Domain) -> tuple:
-    a = d.alignment
-    return (key, h.model, h.target, h.model_name, h.model_acc, h.model_length, h.target_name, h.target_length, h.score,
-            h.included, d.env_from, d.env_to, d.score, d.i_evalue, d.included, a.hmm_from, a.hmm_to, a.ali_from,
-            a.ali_to, a.M, a.L)
-
-
-def _unit_from_row(r: tuple) -> DomainUnit:
-    """A row of :func:`_annotation_row` as the per-protein tables' :class:`~hmmcascade.annotate.DomainUnit`."""
-    return DomainUnit(r[1], *r[3:19])
-
-
-def _write_runs(folder: str, n: int, rows: list[tuple], bounds: list[bytes], chunk: int) -> list[str | None]:
-    """Block ``n``'s sorted annotation rows as one run per part of the protein names (part r: keys
-    from ``bounds[r - 1]``, below ``bounds[r]``), in chunks of ``chunk`` rows; their paths (None: empty)."""
-    cuts = [0] + [bisect_left(rows, b, key=itemgetter(0)) for b in bounds] + [len(rows)]
-    paths: list[str | None] = []
-    for r, (a, b) in enumerate(zip(cuts, cuts[1:])):
-        if a == b:
-            paths.append(None)
-            continue
-        path = os.path.join(folder, f"run{n:06d}.{r:04d}")
-        with open(path, "wb") as fh:
-            for s in range(a, b, chunk):
-                pickle.dump(rows[s: min(s + chunk, b)], fh, protocol=pickle.HIGHEST_PROTOCOL)
-        paths.append(path)
-    return paths
-
-
-def _read_run(path: str):
-    """The rows of a run, a chunk in memory at a time (a file this merge wrote in its private folder)."""
-    with open(path, "rb") as fh:
-        while True:
-            try:
-                chunk = pickle.load(fh)
-            except EOFError:
-                return
-            yield from chunk
-
-
-def _annotate_units(per_seq: dict, families, streams: dict) -> None:
-    if per_seq:
-        rows = unit_annotations(per_seq, families)
-        for stream in streams.values():
-            stream.add(rows)
-
-
-def _annotate_runs(runs: list[str], families, streams: dict, part_rows: int) -> None:
-    """The runs merged by protein name (ties: earlier runs, lower models, first), resolved and
-    written a batch of whole proteins at a time."""
-    batch: dict[str, list[DomainUnit]] = {}
-    n = 0
-    merged_rows = heapq.merge(*(_read_run(path) for path in runs), key=itemgetter(0))
-    for _, protein in groupby(merged_rows, key=itemgetter(0)):
-        units = list(map(_unit_from_row, protein))
-        batch.setdefault(units[0].target_name, []).extend(units)
-        n += len(units)
-        if n >= part_rows:
-            _annotate_units(batch, families, streams)
-            batch, n = {}, 0
-    _annotate_units(batch, families, streams)
-
-
-_PART_CONTEXT: dict = {}
-
-
-def _init_worker(families, md5s, descriptions, date, annotation=None) -> None:
-    """A worker process's per-protein tables' data (sent once per process, not with every part)."""
-    _PART_CONTEXT.update(families=families, md5s=md5s, descriptions=descriptions, date=date, annotation=annotation)
-
-
-def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_rows: int,
-                    unlink: bool = True) -> tuple[dict, int]:
-    """Part ``r`` of the proteins (its runs) written as ``part`` streams' files; their paths, and
-    pfam_scan's widest id.  ``unlink``: the runs are removed once read (those of ``merge --from-parts``
-    are the parts' files, kept)."""
-    ctx = _PART_CONTEXT
-    streams = _annotation_streams(dict.fromkeys(kinds, True), ctx["families"], ctx["md5s"], ctx["descriptions"],
-                                  ctx["date"], part=True, annotation=ctx["annotation"])
-    files = {k: os.path.join(spool, f"part{r:05d}.{k}") for k in kinds}
-    with ExitStack() as stack:
-        for k, stream in streams.items():
-            stream.start(stack.enter_context(open(files[k], "w", encoding="utf-8", errors="surrogateescape",
-                                                  newline="")))
-        _annotate_runs(runs, ctx["families"], streams, part_rows)
-        for stream in streams.values():
-            stream.close()
-    for path in runs if unlink else ():
-        os.unlink(path)
-    return files, streams["pfamscan"].width if "pfamscan" in streams else 1
-
-
 @dataclass
 class _BlockJob:
     """What every block of a merge needs (sent to the worker processes)."""
@@ -301,10 +202,10 @@ def _block(job: _BlockJob, sources, n: int, lo: int, hi: int, queries) -> _Block
     result.reported = sum(h.reported for h in hits)
     result.reported_domains = sum(d.reported for h in hits if h.reported for d in h.domains)
     if job.annotations:  # this block's rows, sorted by protein name: one run of the external sort
-        rows = [_annotation_row(h.target_name.encode("utf-8", "surrogateescape"), h, d)
+        rows = [annotation_row(h.target_name.encode("utf-8", "surrogateescape"), h, d)
                 for h in sorted(hits, key=lambda h: h.model) if h.reported for d in h.domains if d.reported]
         rows.sort(key=itemgetter(0))  # (stable: a protein's rows stay in model, then domain order)
-        result.runs = _write_runs(job.spool, n, rows, job.bounds, job.run_chunk)
+        result.runs = write_runs(job.spool, n, rows, job.bounds, job.run_chunk)
     return result
 
 
@@ -357,25 +258,6 @@ def _block_results(job: _BlockJob, sources, paths, blocks, queries, pool, worker
         if isinstance(result.table, bytes):
             result.table = pa.ipc.open_stream(result.table).read_all()
         yield result
-
-
-def _name_bounds(sources, parts: int) -> list[bytes]:
-    """``parts - 1`` protein-name keys that cut the hits' target names into parts of about equal
-    size (from a sample of each file's row groups; the cut only balances the work)."""
-    if parts <= 1:
-        return []
-    names: set = set()
-    for src in sources:
-        names.update(src.sample_column("target_name"))
-    return _bounds_of(names, parts)
-
-
-def _bounds_of(names, parts: int) -> list[bytes]:
-    """``parts - 1`` keys cutting the sorted ``names`` into parts of about equal size."""
-    keys = sorted(set(n.encode("utf-8", "surrogateescape") for n in names))
-    if parts <= 1 or len(keys) < 2 * parts:
-        return []
-    return sorted(set(keys[len(keys) * r // parts] for r in range(1, parts)))
 
 
 def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str | None], families=None,
@@ -442,7 +324,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
                              command=command if k != "alignments" else "")
               for k in _TABLES if outputs.get(k)}
     date = time.strftime("%d-%m-%Y")
-    annotations = _annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
+    annotations = annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
     parallel = workers > 1 and all(isinstance(s, HitFile) for s in sources)
     parts = 2 * workers if parallel and annotations else 1
     try:
@@ -467,8 +349,8 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
 
             # step 1: blocks of models (in worker processes when asked: each block's text, rows and runs are
             # made apart and written here in block order)
-            bounds = (_bounds_of(names, SHARD_PARTS) if parts_dir is not None and protein_runs else
-                      _name_bounds(sources, parts) if annotations else [])
+            bounds = (bounds_of(names, SHARD_PARTS) if parts_dir is not None and protein_runs else
+                      name_bounds(sources, parts) if annotations else [])
             job = _BlockJob(th=th, Z=Z, inc_by_E=inc_by_E, tables={k: _stream_args(t) for k, t in tables.items()},
                             merged=merged is not None, annotations=spool is not None, spool=spool, bounds=bounds,
                             run_chunk=max(64, RUN_CHUNK // workers) if parallel else RUN_CHUNK)
@@ -498,7 +380,7 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
 
             # step 2: each part of the proteins (by name) from its runs, the parts written in order
             if parts_dir is None:
-                _annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=True)
+                annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=True)
             summary.step2_s = time.perf_counter() - t0 - summary.step1_s
         if parts_dir is not None:
             manifest = {"format": PARTS_FORMAT, "Z": Z, "models": [lo, hi], "hits": summary.hits,
@@ -516,16 +398,6 @@ def merge_hit_files(paths, th, Z: float, *, queries=None, outputs: dict[str, str
     return summary
 
 
-def _annotation_streams(outputs: dict, families, md5s, descriptions, date: str, part: bool = False,
-                        annotation: dict | None = None) -> dict:
-    """An :class:`AnnotationStream` for each per-protein table in ``outputs`` (``md5s`` and
-    ``descriptions``: InterProScan's TSV's; ``annotation``: the other tables' options)."""
-    return {k: AnnotationStream(k, families, md5s=md5s if k == "ipr_tsv" else None,
-                                descriptions=descriptions if k == "ipr_tsv" else None, date=date, part=part,
-                                **({} if k == "ipr_tsv" else annotation or {}))
-            for k in _ANNOTATIONS if outputs.get(k)}
-
-
 def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, annotations: bool,
           annotation: dict | None = None):
     """A pool of ``workers`` spawned processes (not forked: the parent has Arrow's threads running),
@@ -534,7 +406,7 @@ def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, an
     from concurrent.futures import ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
         initargs=(families, md5s, descriptions, date, annotation) if annotations else (None, None, None, date))
 
     def close(exc_type, exc, tb) -> bool:  # (on an error or SIGTERM, the work not started is dropped)
@@ -543,25 +415,6 @@ def _pool(stack: ExitStack, workers: int, families, md5s, descriptions, date, an
 
     stack.push(close)
     return pool
-
-
-def _annotation_parts(annotations: dict, runs: list[list[str]], pool, spool: str | None, families,
-                      part_rows: int, unlink: bool) -> None:
-    """Step 2: each part of the proteins from its runs (``runs[r]``: part r's, in model order),
-    written to the ``annotations`` streams in name order (parts made by the ``pool``, if any), and
-    the streams closed."""
-    if annotations and pool is not None:
-        futures = [pool.submit(_part_in_worker, list(annotations), r, part, spool, part_rows, unlink)
-                   for r, part in enumerate(runs) if part]
-        for future in futures:
-            files, width = future.result()
-            for k, path in files.items():
-                annotations[k].add_part(path, width)
-                os.unlink(path)
-    elif annotations:
-        _annotate_runs([path for part in runs for path in part], families, annotations, part_rows)
-    for stream in annotations.values():
-        stream.close()
 
 
 #: the format of a shard's folder made by ``merge --to-parts`` (:func:`merge_hit_files` with ``parts_dir``)
@@ -623,7 +476,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
                            reported_domains=sum(m["reported_domains"] for m in manifests),
                            blocks=sum(m["blocks"] for m in manifests))
     date = time.strftime("%d-%m-%Y")
-    annotations = _annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
+    annotations = annotation_streams(outputs, families, md5s, descriptions, date, annotation=annotation)
     if annotations and len(with_runs) < len(folders):
         bare = next(f for f, m in zip(folders, manifests) if not m.get("protein_runs", True))
         raise ValueError(f"{bare}: a merge part without per-protein runs (merge --to-parts --no-protein-runs): "
@@ -685,7 +538,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
             spool = tempfile.mkdtemp(prefix="hmmcascade-merge.")
             stack.callback(shutil.rmtree, spool, ignore_errors=True)
         stack.callback(stop.set)  # (on leaving by an error: first of all, so the copying threads end)
-        _annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=remove)
+        annotation_parts(annotations, runs, pool, spool, families, part_rows, unlink=remove)
         summary.step2_s = time.perf_counter() - t0
         for job in jobs:
             job.result()
