@@ -22,21 +22,26 @@ def gene_args():
     return [str(a) for a in args] + (["--closed"] if g.get("closed") else [])
 
 
-def split_hits():
-    """The hits split_genomes reads: every search job's own hit folder where the merge sets no flag that the split
+def split_reads_search_hits():
+    """Whether split_genomes reads every search job's own hit folder: where the merge sets no flag that the split
     reads otherwise (hmmcascade.genome_split: model cutoffs, thresholds.domZ, or one batch of the targets, whose
     search jobs each hold every target of their models; the merge's other change, domZ's c-Evalues, is not read),
-    so that it runs beside the merges; else the merged hits (E-value thresholds over batches of the targets: a
-    domain's reporting depends on domZ, the model's reported targets over all batches)."""
-    if get_cut() or config["thresholds"].get("domZ") or N_SEQUENCE_SHARDS == 1:
+    so that it runs beside the merges; not with E-value thresholds over batches of the targets (a domain's
+    reporting depends on domZ, the model's reported targets over all batches: the merged hits)."""
+    return bool(get_cut() or config["thresholds"].get("domZ") or N_SEQUENCE_SHARDS == 1)
+
+
+def split_hits():
+    """The hits split_genomes reads (split_reads_search_hits)."""
+    if split_reads_search_hits():
         return expand("results/search/batch{batch}" + SHARD + ".hits.parquet", batch=BATCHES, shard=MODEL_SHARDS)
     return ["results/hits.parquet"]
 
 
-#: whether split_genomes reads the search jobs' hits (split_hits): it then starts with the last shard's merge, after
-#: the last search, and each takes half the cores (merge_shard's threads, search.smk); else it follows the merge,
-#: beside the comparison (2 threads)
-SPLIT_BESIDE_MERGES = bool(GENOMES) and split_hits() != ["results/hits.parquet"]
+#: whether split_genomes runs beside the merges (split_reads_search_hits): it then starts with the last shard's
+#: merge, after the last search, and each takes half the cores (merge_shard's threads, search.smk); else it
+#: follows the merge, beside the comparison (2 threads)
+SPLIT_BESIDE_MERGES = bool(GENOMES) and split_reads_search_hits()
 GENOME_SPLIT_THREADS = max(1, total_cores() - total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, total_cores() - 2)
 
 
