@@ -48,7 +48,7 @@ CHOICES: dict[str, Choice] = {
     "forward": Choice("Forward path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "decode": Choice("decode path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "envelope": Choice("envelope path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
-    "region_forward": Choice("region Forward path", ("warp", "lanes", "serial"), gpu="serial", cpu="serial"),
+    "region_forward": Choice("region Forward path", ("warp", "lanes", "serial"), gpu="lanes", cpu="serial"),
     "ensemble": Choice("ensemble backend", ("device", "python"), gpu="device", cpu="device"),
     "null2": Choice("null2 path", ("device", "host"), gpu="device", cpu="device"),
     "select": Choice("filter tests", ("device", "host"), gpu="device", cpu="device"),
@@ -95,10 +95,10 @@ class SearchOptions:
     #: or "serial" (envelope, a work-item per envelope; CPUs)
     envelope: str = "auto"
     #: multi-domain regions' Forward matrices, from which the stochastic traces that decide their envelopes
-    #: are sampled: "serial" (envelope's mode 0, a work-item per region; the default) or "lanes"
-    #: (region_forward_lanes, four work-items per region; not yet timed on a GPU), both in HMMER's striped
-    #: order, the same floats; or "warp" (region_forward_warp<C>, faster on GPUs, another order of sums:
-    #: its rounding flips some envelopes, issue 26)
+    #: are sampled: "lanes" (region_forward_lanes, four work-items per region; GPUs) or "serial"
+    #: (envelope's mode 0, a work-item per region; CPUs), both in HMMER's striped order, the same floats;
+    #: or "warp" (region_forward_warp<C>, 7% faster on an H100, another order of sums: its rounding
+    #: flips some envelopes, issue 26)
     region_forward: str = "auto"
     #: stochastic-trace clustering: "device" (region_ensemble; default) or "python" (every region on the host)
     ensemble: str = "auto"

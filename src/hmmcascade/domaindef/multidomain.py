@@ -63,8 +63,10 @@ STATUS_OVERFLOW = -1  #: kernel status: a workspace capacity was too small
 STATUS_ANOMALY = -2  #: kernel status: values the Python module handles differently (NaN, zero E)
 DOMAINS_PER_TRACE = 24  #: default workspace: sampled domains per trace ...
 RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer region
-#: region_forward_lanes: regions side by side in a work-group, four work-items each (1..8; 8: a GPU's warp of 32)
-LANES_REGIONS = 8
+#: region_forward_lanes: regions side by side in a work-group, four work-items each (1..8; 8: a GPU's warp
+#: of 32).  One is the fastest on an H100 (dev-x10: 5.64 s with 1, 6.01 s with 8; serial 6.47 s, warp 5.26 s;
+#: benchmarks/results/2026-11-26_h100_region_forward_lanes.json): a region's rows differ in length
+LANES_REGIONS = 1
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
 #: (hmmcascade/kernels/ensemble.cl's ENS_LANES)
 REGION_LANES = 32
@@ -163,7 +165,7 @@ class RegionEnsembles:
         self.k_forward_warp = WarpKernels(dev, TABLES["region_forward"].variants[0])
         self.stats = EnsembleStats()
         opts = launches.options
-        #: the Forward matrices' kernels: "serial" (the default) or "warp" (region_forward_warp<C>)
+        #: the Forward matrices' kernels: "lanes" (GPUs), "serial" (CPUs) or "warp" (region_forward_warp<C>)
         self.forward_path = choose("region_forward", opts.region_forward, dev.is_gpu)
         #: :meth:`run`'s default backend: "device" or "python"
         self.backend = choose("ensemble", opts.ensemble, dev.is_gpu)
