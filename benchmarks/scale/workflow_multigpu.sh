@@ -19,7 +19,7 @@ shards:
   sequences: 1
 Y
 python3 -m hmmcascade devices
-for g in 1 $NGPU; do
+for g in ${ORDER:-1 $NGPU}; do
   rm -rf results logs .snakemake/log
   nvidia-smi --query-gpu=timestamp,index,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 2000 > $D/gpu$g.csv &
   GP=$!

@@ -287,6 +287,15 @@ class Device:
                 cache[key] = getattr(prg, name)  # (pyopencl's error for a name it lacks)
         return cache[key]
 
+    def zero(self, queue, program: str, buf, words: int):
+        """Zeroes the first ``words`` 32-bit words of ``buf`` on ``queue`` with ``program``'s kernel
+        zero_words (domains.cl, null2.cl), not clEnqueueFillBuffer: NVIDIA's OpenCL crashed in a fill
+        (segmentation fault; two H200s, Pfam-A x Swiss-Prot-sized shards, 2026-11-26), and a write from
+        host memory on the main queue blocks the caller (:meth:`to_device`)."""
+        if words > 0:
+            ls = 256 if self.is_gpu else 1
+            self.kernel(program, "zero_words")(queue, (-(-words // ls) * ls,), (ls,), buf, np.uint32(words))
+
     @_locked
     def to_device(self, array: np.ndarray):
         """A read-only device buffer holding a copy of ``array`` (from :meth:`scratch`'s pool).

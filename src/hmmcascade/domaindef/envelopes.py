@@ -215,7 +215,7 @@ class EnvelopeRescorer:
             d_cols = self.dev.scratch(16 * ntr if mode == 1 else 16)
             if q is None:  # (after the uploads: the side queue waits for the main queue's commands so far,
                 q = self.dev.begin_side()  # which wait for every upload queued before them)
-            cl.enqueue_fill_buffer(q, d_disp, np.int32(0), 0, 4 * (2 * k + 1))
+            self.dev.zero(q, "domains", d_disp, 2 * k + 1)
             common = (batch.dsq_packed, batch.seq_off, *args[:5], np.int32(k), np.int32(mode | 2),  # 2: node-major msc
                       msc, msc_off, m.fwd_tsc, m.word_trans_off, m.model_M,
                       scr, args[5], d_n2, args[6], d_tr, d_pp, args[7], d_info, d_disp, d_cols)

@@ -150,7 +150,7 @@ class Null2Sums:
         q, up = self.queue, []
         n2sc = self._buf("n2sc", 4 * pc.total)
         if pc.total:
-            cl.enqueue_fill_buffer(q, n2sc, F32(0.0), 0, 4 * pc.total)
+            self.dev.zero(q, "null2", n2sc, pc.total)
         if npieces:
             args = [self._upload("logodds", pc.logodds, F32, up), self._upload("values", pc.values, F32, up),
                     self._upload("residues", pc.residues, np.uint8, up), self._upload("row", pc.row, np.int32, up),

@@ -1288,6 +1288,14 @@ __kernel void region_forward_lanes(
 #define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 
 #if !defined(HMMC_PART) || HMMC_PART == 0
+/* zero_words: p[0 .. n) = 0 (a work-item a word).  Used instead of clEnqueueFillBuffer, in which NVIDIA's
+ * OpenCL crashed the search (segmentation fault, H200, Pfam-A x Swiss-Prot-sized shards, 2026-11-26). */
+__kernel void zero_words(__global uint *p, const uint n)
+{
+    const size_t i = get_global_id(0);
+    if (i < n) p[i] = 0u;
+}
+
 __kernel void envelope_wg(
     __global const uchar *dsq, __global const long *seq_off,
     __global const int *job_seq, __global const int *job_model,

@@ -23,6 +23,14 @@
  */
 #include "hmmcascade.h"
 
+/* zero_words: p[0 .. n) = 0 (a work-item a word).  Used instead of clEnqueueFillBuffer, in which NVIDIA's
+ * OpenCL crashed the search (segmentation fault, H200, Pfam-A x Swiss-Prot-sized shards, 2026-11-26). */
+__kernel void zero_words(__global uint *p, const uint n)
+{
+    const size_t i = get_global_id(0);
+    if (i < n) p[i] = 0u;
+}
+
 __kernel void null2_fill(
     __global const float *logodds,   /* [rows][KP] logf of single envelopes' null2 odds (nats)   */
     __global const float *values,    /* multi-domain regions' scores, concatenated (nats)        */
