@@ -135,6 +135,8 @@ class Null2Sums:
 
     def _upload(self, name: str, array: np.ndarray, dtype, events: list):
         a = np.ascontiguousarray(array, dtype=dtype)
+        if not a.flags.writeable:  # (a view of a memory map: copied, as Device.to_device does)
+            a = a.copy()
         b = self._buf(name, a.nbytes)
         if a.nbytes:
             events.append(opencl().enqueue_copy(self.queue, b, a, is_blocking=False))
