@@ -7,7 +7,7 @@ falls to the next in its table, and the last takes every model.  All variants of
 same results to float rounding (the stage's docs say where the order of sums differs), and which one
 runs changes the time; but rounding decides some rows (issue 26): region_forward's warp kernel is not in
 HMMER's striped order, and the stochastic traces sampled from its matrices flip some envelopes and
-scores, so its default is serial, in HMMER's order (as is lanes, the same floats by four work-items a region).
+scores, so its defaults are lanes (GPUs) and serial (CPUs), the same floats in HMMER's order.
 
 ==============  ==========================================  =========================================
 option          variants, in fallback order                  which models each takes

@@ -12,9 +12,9 @@ returns for each, bit for bit: the region's null2 scores and its envelopes.
    ``kernel_table.WARP_MAX_NODES`` (1,024) nodes), the same matrix to float rounding with a warp
    per region and C nodes per lane; or ``region_forward_lanes`` (four work-items per region, one per lane of HMMER's striped vectors:
    the same floats as mode 0). The option ``region_forward`` ("lanes", "serial" or "warp";
-   :class:`~hmmcascade.options.SearchOptions`) chooses (default: serial on every device: the traces
-   sampled from the matrix decide the envelopes, and the warp kernel's rounding, not HMMER's striped
-   order, flips some; issue 26; lanes is not yet timed on a GPU).
+   :class:`~hmmcascade.options.SearchOptions`) chooses (default: lanes on GPUs, serial on CPUs: the
+   traces sampled from the matrix decide the envelopes, and the warp kernel's rounding, not HMMER's
+   striped order, flips some; issue 26).
 2. Kernel ``region_ensemble`` reads those matrices where they are, a
    work-group per region (a warp on GPUs, taking a round of a trace's steps
    at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
