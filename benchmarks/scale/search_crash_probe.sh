@@ -12,9 +12,9 @@ PYB=${PYB:-python3}
 [ -s $P/models.hmmc ] || python3 -m hmmcascade press $D/pfamA_like.hmm -o $P/models.hmmc
 [ -s $P/sequences.json ] || python3 -m hmmcascade prepare $D/sprot_like.faa --outdir $P --meta $P/sequences.json --batches 1
 export PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1
-run() { # name shard device HMMCASCADE_OPTIONS
+run() { # name shard device HMMCASCADE_OPTIONS [models] [targets]
   s=$(date +%s)
-  HMMCASCADE_OPTIONS="$4" timeout $T $PYB -m hmmcascade search $P/models.hmmc $P/batch000.npz -o /dev/null \
+  HMMCASCADE_OPTIONS="$4" timeout $T $PYB -m hmmcascade search ${5:-$P/models.hmmc} ${6:-$P/batch000.npz} -o /dev/null \
     --hits $D/$1.parquet --hits-parts 8 --stats $D/$1.stats.json --device $3 --device-memory auto --model-shard $2 \
     --targets-from $P/sequences.json --F1 0.02 --F2 0.001 --F3 1e-05 -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 2> $D/$1.log
   echo "$1 (shard $2, device $3, options '$4') rc $? after $(( $(date +%s) - s )) s"
@@ -24,3 +24,5 @@ run() { # name shard device HMMCASCADE_OPTIONS
 run default1 1/6 0:0 "" & run warp1 1/6 0:1 "region_forward=warp" & wait
 run default5 5/6 0:0 "" & run serial5 5/6 0:1 "region_forward=serial" & wait
 run noside1 1/6 0:0 "side_queue=off" & run null2host1 1/6 0:1 "null2=host" & wait
+# the mapped database against the same models pressed in memory (about 45 s) and the prepared batch against the FASTA
+T=$((T + 60)) run inmem1 1/6 0:0 "" $D/pfamA_like.hmm & run fasta1 1/6 0:1 "" $P/models.hmmc $D/sprot_like.faa & wait
