@@ -1,10 +1,12 @@
 """Issue 26 on the GPU: the multi-domain regions' Forward matrices by region_forward_warp<C> ("warp"),
-region_forward_lanes ("lanes": four work-items a region, HMMER's order) and envelope's mode 0 ("serial",
+region_forward_lanes ("lanes": four work-items a region, HMMER's order), region_forward_wide ("wide": a
+work-group a region, the cells in parallel, the chains in HMMER's order) and envelope's mode 0 ("serial",
 HMMER's order, the default since 2026-11-26); the other kernels the GPU's defaults.
 
   python3 benchmarks/region_forward_rows.py [MODELS PROTEINS [VARIANT ...]]
       (default .devdata/pfam35_dev.hmm.gz .devdata/proteins_dev.faa.gz; variants: the first gives the
-      rows, all are timed; default lanes lanes1 warp serial; lanesN: lanes with N regions a work-group)
+      rows, all are timed; default wide wide64 lanes warp serial; lanesN: lanes with N regions a work-group;
+      wideN: region_forward_wide with N work-items a region)
 
 Prints: the dev search's rows (every model x every protein, Z = 9,366) with the first variant against
 pyhmmer.hmmsearch on 16 CPUs (hits missing or extra, pairs whose reported domains' env/ali/hmm
@@ -22,13 +24,15 @@ from hmmcascade.press import press
 from hmmcascade.domaindef import multidomain
 from hmmcascade.options import SearchOptions
 M, S = sys.argv[1:3] if len(sys.argv) > 2 else (".devdata/pfam35_dev.hmm.gz", ".devdata/proteins_dev.faa.gz")
-names = sys.argv[3:] or ["lanes", "lanes1", "warp", "serial"]
+names = sys.argv[3:] or ["wide", "wide64", "lanes", "warp", "serial"]
 V = {n: SearchOptions.parse(f"region_forward={n.rstrip('0123456789')}") for n in names}
 PER_GROUP = {n: int(n[5:]) if n.startswith("lanes") and n[5:] else multidomain.LANES_REGIONS for n in names}
+WIDE = {n: int(n[4:]) if n.startswith("wide") and n[4:] else multidomain.WIDE_LOCAL for n in names}
 
 
 def use(n):
     multidomain.LANES_REGIONS = PER_GROUP[n]
+    multidomain.WIDE_LOCAL = WIDE[n]
     return V[n]
 
 

@@ -38,6 +38,7 @@ def test_tables_pick_the_variant_and_width_or_fall_back():
     assert TABLES["envelope"].pick("warp", 2000)[0].kernel == "envelope_wg"
     assert TABLES["region_forward"].pick("warp", 2000)[0].kernel == "envelope"
     assert TABLES["region_forward"].pick("lanes", 300)[0].kernel == "region_forward_lanes"
+    assert TABLES["region_forward"].pick("wide", 3000)[0].kernel == "region_forward_wide"
     with pytest.raises(ValueError, match="no variant"):
         vit.chain("tiled")
 

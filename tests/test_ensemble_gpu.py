@@ -294,6 +294,21 @@ def test_lanes_forward_matrices_equal_serial_bit_for_bit(default_regions, monkey
     assert any((x0[:, 5] > 1).any() for _, x0 in ref.values())  # (some rows rescaled)
 
 
+@pytest.mark.parametrize("local", [4, 32, 40])
+def test_wide_forward_matrices_equal_serial_bit_for_bit(default_regions, monkeypatch, local):
+    """region_forward_wide (a work-group of 4, 32 or 40 work-items per region: every node's M, I and first
+    D value in parallel, the lane sums, D->D chains and lane-crossing passes by four work-items in HMMER's
+    order) gives every cell and special of envelope's mode 0 as the same float, on the default search's
+    118 regions (models of 34..840 nodes), the rescaled rows included."""
+    ref, _ = forward_matrices(default_regions, monkeypatch, "serial")
+    monkeypatch.setattr(multidomain, "WIDE_LOCAL", local)
+    got, used = forward_matrices(default_regions, monkeypatch, "wide")
+    assert not used and len(got) == len(ref) == len(default_regions)
+    for r in ref:
+        (F0, x0), (F1, x1) = ref[r], got[r]
+        assert np.array_equal(F0, F1) and np.array_equal(x0, x1), r
+
+
 def test_warp_forward_regions_equal_python(default_regions, default_reference, monkeypatch):
     """region_forward="warp": the device ensembles equal ensemble.py's on the same (warp)
     matrices bit for bit, with no host fallback; against the serial matrices' results (default_reference)

@@ -183,6 +183,7 @@ def test_region_forward_pairs_are_hmmers_on_the_gpus_default_kernels(device, pai
     ours, ref = _rf_rows(device, pair, SearchOptions(**GPU_DEFAULTS))
     assert len(ref) == 1 and ours == ref
     assert _rf_rows(device, pair, SearchOptions(**dict(WARP, region_forward="serial")))[0] == ref
+    assert _rf_rows(device, pair, SearchOptions(**dict(WARP, region_forward="wide")))[0] == ref
     assert _rf_rows(device, pair)[0] == ref  # (the device's own defaults)
 
 

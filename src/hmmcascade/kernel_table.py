@@ -25,6 +25,7 @@ envelope        warp: ``envelope_warp<C>``                   up to :data:`WARP_M
 region_forward  warp: ``region_forward_warp<C>``             up to :data:`WARP_MAX_NODES` nodes
                 serial: ``envelope`` (Forward-only mode)     any
                 lanes: ``region_forward_lanes``              any (chosen by name only)
+                wide: ``region_forward_wide``                any (chosen by name only)
 ==============  ==========================================  =========================================
 
 A warp kernel holds C nodes per lane in registers, 32 lanes: a model of M nodes runs the
@@ -140,7 +141,8 @@ TABLES: dict[str, KernelTable] = {
                                          Variant("serial", "domains", "envelope"))),
     "region_forward": KernelTable("region_forward", (_warp("domains", "region_forward_warp{c}", 13),
                                                      Variant("serial", "domains", "envelope"),
-                                                     Variant("lanes", "domains", "region_forward_lanes"))),
+                                                     Variant("lanes", "domains", "region_forward_lanes"),
+                                                     Variant("wide", "domains", "region_forward_wide"))),
 }
 
 #: programs built in parts (``-DHMMC_PART=0 .. n-1``): part 0 the non-warp kernels, then one part

@@ -48,7 +48,7 @@ CHOICES: dict[str, Choice] = {
     "forward": Choice("Forward path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "decode": Choice("decode path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "envelope": Choice("envelope path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
-    "region_forward": Choice("region Forward path", ("warp", "lanes", "serial"), gpu="lanes", cpu="serial"),
+    "region_forward": Choice("region Forward path", ("warp", "lanes", "wide", "serial"), gpu="lanes", cpu="serial"),
     "ensemble": Choice("ensemble backend", ("device", "python"), gpu="device", cpu="device"),
     "null2": Choice("null2 path", ("device", "host"), gpu="device", cpu="device"),
     "select": Choice("filter tests", ("device", "host"), gpu="device", cpu="device"),
@@ -95,8 +95,10 @@ class SearchOptions:
     #: or "serial" (envelope, a work-item per envelope; CPUs)
     envelope: str = "auto"
     #: multi-domain regions' Forward matrices, from which the stochastic traces that decide their envelopes
-    #: are sampled: "lanes" (region_forward_lanes, four work-items per region; GPUs) or "serial"
-    #: (envelope's mode 0, a work-item per region; CPUs), both in HMMER's striped order, the same floats;
+    #: are sampled: "lanes" (region_forward_lanes, four work-items per region; GPUs), "serial"
+    #: (envelope's mode 0, a work-item per region; CPUs) or "wide" (region_forward_wide, a work-group per
+    #: region: its cells in parallel, its chains by four; not yet timed on a GPU), all in HMMER's striped
+    #: order, the same floats;
     #: or "warp" (region_forward_warp<C>, 7% faster on an H100, another order of sums: its rounding
     #: flips some envelopes, issue 26)
     region_forward: str = "auto"

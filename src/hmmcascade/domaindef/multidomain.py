@@ -67,6 +67,8 @@ RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer regio
 #: of 32).  One is the fastest on an H100 (dev-x10: 5.64 s with 1, 6.01 s with 8; serial 6.47 s, warp 5.26 s;
 #: benchmarks/results/2026-11-26_h100_region_forward_lanes.json): a region's rows differ in length
 LANES_REGIONS = 1
+#: region_forward_wide: work-items per region (a work-group; at least 4); a GPU's warp
+WIDE_LOCAL = 32
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
 #: (hmmcascade/kernels/ensemble.cl's ENS_LANES)
 REGION_LANES = 32
@@ -162,6 +164,7 @@ class RegionEnsembles:
         self.k_forward = dev.kernel("domains", "envelope")
         #: ... or four work-items per region, one per lane of HMMER's striped vectors (forward_path "lanes")
         self.k_forward_lanes = dev.kernel("domains", "region_forward_lanes")
+        self.k_forward_wide = dev.kernel("domains", "region_forward_wide")
         self.k_forward_warp = WarpKernels(dev, TABLES["region_forward"].variants[0])
         self.stats = EnsembleStats()
         opts = launches.options
@@ -342,6 +345,8 @@ class RegionEnsembles:
                         scr, run_off, *keep[:8])
                 if c:  # a warp per region, C nodes per lane
                     evs_f.append(self.k_forward_warp[c](q, (kr * 32,), (32,), *args))
+                elif fwd_path == "wide":  # a work-group per region: cells in parallel, chains by four
+                    evs_f.append(self.k_forward_wide(q, (kr * WIDE_LOCAL,), (WIDE_LOCAL,), *args))
                 elif fwd_path == "lanes":  # four work-items per region, LANES_REGIONS regions a work-group
                     g = LANES_REGIONS
                     evs_f.append(self.k_forward_lanes(q, (-(-kr // g) * 4 * g,), (4 * g,), *args))

@@ -1265,6 +1265,158 @@ __kernel void region_forward_lanes(
 
 
 /* ---------------------------------------------------------------------------------------------
+ * region_forward_wide: region_forward_lanes' matrix with a work-group (G >= 4 work-items) per job.
+ * Of a row's striped Forward, the M and I cells and the first D values (M(k-1) tMD(k-1) inside a
+ * lane, 0 at a lane's first node) are each one float expression of the previous row: computed for
+ * every node at once, node k by work-item (k - 1) mod G.  What is a chain in HMMER's order is walked
+ * by work-items 0..3, one per lane, as region_forward_lanes walks it: the lane's sum of its M cells
+ * (q ascending), the D->D chain and the lane-crossing passes, then the D cells added to that sum,
+ * and E = (a0 + a1) + (a2 + a3).  The same floats as region_forward_lanes and envelope's mode 0;
+ * the same arguments and outputs.  Job = the group number, reversed (largest first).
+ * --------------------------------------------------------------------------------------------- */
+#if !defined(HMMC_PART) || HMMC_PART == 0
+__kernel void region_forward_wide(
+    __global const uchar *dsq, __global const long *seq_off,
+    __global const int *job_seq, __global const int *job_model,
+    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
+    const int n_jobs, const int mode,
+    __global const float *msc, __global const long *msc_off,
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
+    __global float *scr, __global const long *scr_off,
+    __global float *null2, __global const long *null2_off,
+    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
+    __global float4 *info, __global int *disp, __global int4 *cols)
+{
+    __local float xf[4], xend[4];
+    __local int xi[4];
+    const int lid = (int) get_local_id(0), G = (int) get_local_size(0);
+    const int j = (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest first */
+    if (j >= n_jobs) return;                       /* (the whole group: no barrier is skipped by part of it) */
+    const int c = lid;                             /* work-items 0..3: lane c of the chains */
+    const int s = job_seq[j], m = job_model[j];
+    const int M = model_M[m];
+    const int W = (M + 3) / 4 * 4;
+    const int Q = max(2, (M - 1) / 4 + 1);
+    const int L = job_len[j];
+    __global const uchar *x = dsq + seq_off[s] + job_i[j] - 1;
+    __global const float *msc_m = msc + msc_off[m] * 4;
+    __global const float *tsc_m = tsc + tsc_off[m] * 4;
+    const float4 xfm = job_xfm[j];
+    const float nmove = xfm.x, nloop = xfm.y, emove = xfm.z, eloop = xfm.w;
+    __global float *p = scr + scr_off[j];
+    const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
+    const long mrow = 3 * W, x0 = (long) (L + 1) * 3 * W;
+    const int k0 = c * Q + 1;                      /* (work-items 0..3) the lane's first node */
+#define LC(r, st, k) p[(r) + (long) (st) * W + (k) - 1]
+#define LLD(r, st, k) ((k) <= M ? LC(r, st, k) : 0.0f)
+#define LTR(k, t) ((k) <= M ? TR(tsc_m, k, t) : 0.0f)
+#define LEM(k) ((k) <= M ? er[(((k) - 1) >> 2) * ews + (((k) - 1) & 3)] : 0.0f)
+    for (int q = lid; q < 3 * W; q += G) p[q] = 0.0f;
+    if (lid == 0) {
+        p[x0 + XE] = 0.0f; p[x0 + XN] = 1.0f; p[x0 + XJ] = 0.0f;
+        p[x0 + XB] = nmove; p[x0 + XC] = 0.0f; p[x0 + XSCALE] = 1.0f;
+    }
+    float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xE = 0.0f;
+    float xB = nmove;
+    float totscale = 0.0f;
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    for (int i = 1; i <= L; i++) {
+        const long rp = (long) (i - 1) * mrow, rc = (long) i * mrow;
+        __global const float *er = msc_m + (int) x[i - 1] * exs;
+        for (int k = M + 1 + lid; k <= W; k += G) { LC(rc, 0, k) = 0.0f; LC(rc, 1, k) = 0.0f; LC(rc, 2, k) = 0.0f; }
+        /* every node of the lanes (4 Q, those past M zero): M, I and the first D values */
+        for (int k = 1 + lid; k <= 4 * Q; k += G) {
+            const int q = (k - 1) % Q;
+            const float mpv = k > 1 ? LLD(rp, 0, k - 1) : 0.0f, dpv = k > 1 ? LLD(rp, 2, k - 1) : 0.0f,
+                        ipv = k > 1 ? LLD(rp, 1, k - 1) : 0.0f;
+            float sv = xB * LTR(k, T_BM);
+            sv = sv + mpv * LTR(k, T_MM);
+            sv = sv + ipv * LTR(k, T_IM);
+            sv = sv + dpv * LTR(k, T_DM);
+            sv = sv * LEM(k);
+            const float dcv = sv * LTR(k, T_MD);
+            if (k <= M) {
+                LC(rc, 0, k) = sv;
+                const float iv = LLD(rp, 0, k) * LTR(k, T_MI);
+                LC(rc, 1, k) = iv + LLD(rp, 1, k) * LTR(k, T_II);
+                if (q == 0) LC(rc, 2, k) = 0.0f;
+            }
+            if (q < Q - 1) { if (k + 1 <= M) LC(rc, 2, k + 1) = dcv; }
+            else xend[(k - 1) / Q] = dcv;         /* the lane's last: right-shifted into the next lane */
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        float xEv = 0.0f, dcv = 0.0f;
+        if (lid < 4) {
+            for (int q = 0; q < Q; q++) xEv = xEv + LLD(rc, 0, k0 + q);
+            dcv = c ? xend[c - 1] : 0.0f;
+            for (int q = 0; q < Q; q++) {
+                const int k = k0 + q;
+                const float d = dcv + (q == 0 ? 0.0f : LLD(rc, 2, k));
+                if (k <= M) LC(rc, 2, k) = d;
+                dcv = d * LTR(k, T_DD);
+            }
+        }
+        int passing = 1;                           /* HMMER's lane-crossing passes not ended yet */
+        for (int jj = 1; jj < 4; jj++) {
+            if (lid < 4) xf[lid] = dcv;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid < 4) dcv = c ? xf[lid - 1] : 0.0f;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            int cv = 0;
+            if (passing && lid < 4)
+                for (int q = 0; q < Q; q++) {
+                    const int k = k0 + q;
+                    const float old = LLD(rc, 2, k);
+                    const float sv = dcv + old;
+                    cv = cv | (sv > old);
+                    if (k <= M) LC(rc, 2, k) = sv;
+                    dcv = dcv * LTR(k, T_DD);
+                }
+            /* M >= 100: a pass that changed no D in any lane is the last (HMMER's early end) */
+            if (lid < 4) xi[lid] = cv;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const int any_cv = xi[0] | xi[1] | xi[2] | xi[3];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (M >= 100 && !any_cv) passing = 0;
+        }
+        if (lid < 4) {
+            for (int q = 0; q < Q; q++) xEv = LLD(rc, 2, k0 + q) + xEv;
+            xf[lid] = xEv;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* (the lanes' D cells, before the rescaling) */
+        xE = (xf[0] + xf[1]) + (xf[2] + xf[3]);
+        xN = xN * nloop;
+        xC = xC * nloop + xE * emove;
+        xJ = xJ * nloop + xE * eloop;
+        xB = xJ * nmove + xN * nmove;
+        const long xr = x0 + (long) i * NX;
+        if (xE > 1.0e4f) {
+            xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
+            const float sc = inv_as_hmmer(xE);
+            for (int k = 1 + lid; k <= M; k += G) {
+                LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc; LC(rc, 2, k) = LC(rc, 2, k) * sc;
+            }
+            if (lid == 0) p[xr + XSCALE] = xE;
+            totscale = totscale + LOG_AS_HMMER(xE);
+            xE = 1.0f;
+        } else if (lid == 0) {
+            p[xr + XSCALE] = 1.0f;
+        }
+        if (lid == 0) {
+            p[xr + XE] = xE; p[xr + XN] = xN; p[xr + XJ] = xJ;
+            p[xr + XB] = xB; p[xr + XC] = xC;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* the row, before the next reads it */
+    }
+    if (lid == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+#undef LEM
+#undef LTR
+#undef LLD
+#undef LC
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------------
  * envelope_wg: the envelope kernel's full mode (mode & 1) with a work-group per job.
  *
  * The same results as `envelope`, bit for bit: every cell is the same float expression of the
