@@ -46,6 +46,23 @@ def test_pool_reuses_buffers_nobody_holds(device):
     assert d.int_ptr not in (ident, b.int_ptr)
 
 
+def test_sub_buffers_live_until_trim_and_read_their_parents_bytes(device):
+    """Device.sub_buffer: a view of its parent's bytes (what the kernels read), held by the device after
+    its caller drops it, released by trim (the end of a search); the parent goes back to the pool."""
+    device.trim()
+    align = max(16, int(device.device.mem_base_addr_align) // 8)  # (bytes; a sub-buffer starts aligned)
+    parent = device.to_device(np.arange(4 * align, dtype=np.int32))
+    sub = device.sub_buffer(parent, align, 4 * 8)
+    assert device.from_device(sub, np.int32, 8).tolist() == list(range(align // 4, align // 4 + 8))
+    ptr = parent.int_ptr
+    held = len(device._subs)
+    del sub, parent
+    assert len(device._subs) == held >= 1
+    assert device.scratch(16 * align).int_ptr == ptr  # (the parent, reused)
+    device.trim()
+    assert device._subs == []
+
+
 def test_upload_into_a_reused_buffer_waits_for_its_earlier_readers(device):
     """to_device into a pooled buffer that a queued kernel still reads: the kernel sees the old
     contents, a later one the new (the copy runs on its own queue, after the main queue's earlier

@@ -257,7 +257,7 @@ class BatchSelect:
         (msv_rerun_classify).  Returns :meth:`_read_counts` after."""
         sel, dev, lists = self.sel, self.sel.dev, self.lists
         m, off = sel.models, sel.region_rerun * lists.cap
-        pairs = [b.get_sub_region(4 * off, 4 * n) for b in (lists.seq, lists.model)]
+        pairs = [dev.sub_buffer(b, 4 * off, 4 * n) for b in (lists.seq, lists.model)]
         xj, cls = dev.scratch(2 * n), dev.scratch(n)
         ev = sel.cascade.msv.enqueue_exact_wg(self.batch, *pairs, n, xj)
         sel.k_rerun_cls(dev.queue, (round_up(n, LOCAL_SIZE),), (LOCAL_SIZE,), np.int32(n), np.int32(off), lists.seq,
@@ -316,8 +316,8 @@ class BatchSelect:
             k = min(step, n - lo)
             rows = None if wg else dev.scratch(vit.row_bytes * 4 * max_Q * k)
             xc = dev.scratch(2 * k)
-            events.append(vit.enqueue(self.batch, lists.seq.get_sub_region(4 * (off + lo), 4 * k),
-                                      lists.model.get_sub_region(4 * (off + lo), 4 * k), k, max_Q, xc, rows))
+            events.append(vit.enqueue(self.batch, dev.sub_buffer(lists.seq, 4 * (off + lo), 4 * k),
+                                      dev.sub_buffer(lists.model, 4 * (off + lo), 4 * k), k, max_Q, xc, rows))
             self._vit_pass(lists, off + lo, k, xc)
         return events
 

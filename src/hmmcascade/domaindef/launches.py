@@ -161,7 +161,7 @@ class DomainLaunches:
         for a, o in zip(arrays, offs):
             host[o: o + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).ravel()
         buf = self.dev.to_device(host)
-        return buf, [buf.get_sub_region(o, max(a.nbytes, 4)) for a, o in zip(arrays, offs)]
+        return buf, [self.dev.sub_buffer(buf, o, max(a.nbytes, 4)) for a, o in zip(arrays, offs)]
 
     def outputs(self, parts: list):
         """One device buffer for several outputs, ``parts`` = [(rows, columns, dtype)]: returns
@@ -174,7 +174,7 @@ class DomainLaunches:
             offs.append(total)
             total = round_up(total + max(rows * cols * np.dtype(dt).itemsize, 4), align)
         buf = self.dev.scratch(total)
-        subs = [buf.get_sub_region(o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
+        subs = [self.dev.sub_buffer(buf, o, max(r * c * np.dtype(dt).itemsize, 4)) for (r, c, dt), o in zip(parts, offs)]
 
         def unpack(b, queue=None):
             read_bytes = self.dev.read_async(b, np.uint8, total, queue)  # page-locked, asynchronous
