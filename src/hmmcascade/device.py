@@ -289,9 +289,10 @@ class Device:
 
     def zero(self, queue, program: str, buf, words: int):
         """Zeroes the first ``words`` 32-bit words of ``buf`` on ``queue`` with ``program``'s kernel
-        zero_words (domains.cl, null2.cl), not clEnqueueFillBuffer: NVIDIA's OpenCL crashed in a fill
-        (segmentation fault; two H200s, Pfam-A x Swiss-Prot-sized shards, 2026-11-26), and a write from
-        host memory on the main queue blocks the caller (:meth:`to_device`)."""
+        zero_words (domains.cl, null2.cl).  It replaced clEnqueueFillBuffer (a fill was suspected of the
+        segmentation fault of 2026-11-26 on two H200s; the fault stayed, so it was not the fill, whose
+        NVIDIA bugs are known for fills of 2 GiB or more: pyopencl issue 395); a write from host memory
+        on the main queue would block the caller (:meth:`to_device`)."""
         if words > 0:
             ls = 256 if self.is_gpu else 1
             self.kernel(program, "zero_words")(queue, (-(-words // ls) * ls,), (ls,), buf, np.uint32(words))

@@ -23,8 +23,7 @@
  */
 #include "hmmcascade.h"
 
-/* zero_words: p[0 .. n) = 0 (a work-item a word).  Used instead of clEnqueueFillBuffer, in which NVIDIA's
- * OpenCL crashed the search (segmentation fault, H200, Pfam-A x Swiss-Prot-sized shards, 2026-11-26). */
+/* zero_words: p[0 .. n) = 0 (a work-item a word), where clEnqueueFillBuffer was (Device.zero). */
 __kernel void zero_words(__global uint *p, const uint n)
 {
     const size_t i = get_global_id(0);
