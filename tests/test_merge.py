@@ -19,7 +19,8 @@ import pytest
 from hmmcascade.annotate import (sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
                                  write_protein_summary)
 from hmmcascade.cascade import Thresholds
-from hmmcascade.columnar import ROW_GROUP_HITS, HitFile, write_hit_file
+from hmmcascade.columnar import ROW_GROUP_HITS, write_hit_file
+from hmmcascade.hit_file import HitFile
 from hmmcascade.merge import merge_hit_files, open_hit_source
 from hmmcascade.output import query_infos, write_alignments, write_domtblout, write_tblout
 from hmmcascade.pfam_dat import PfamFamily

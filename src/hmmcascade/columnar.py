@@ -1,10 +1,11 @@
-"""Hit files in Apache Parquet: every hit, its domains and their alignments, columnar.
+"""Hit files in Apache Parquet: their layout, and their writing.
 
-A search job writes its hits here (``hmmcascade search --hits FILE.parquet``) and the merge
-reads them back a block of models at a time (:mod:`hmmcascade.merge`), so no process holds
-the whole search's hits at once.
+A search job writes its hits here (``hmmcascade search --hits FILE.parquet``: :func:`write_hit_file`);
+the merge (:mod:`hmmcascade.merge`) reads them back a block of models at a time
+(:class:`~hmmcascade.hit_file.HitFile`) and writes its merged hits here (:class:`HitFileWriter`,
+:func:`thresholded_table`), so no process holds the whole search's hits at once.
 
-Layout (format ``hmmcascade-hits/2``):
+Layout (format ``hmmcascade-hits/2``: :func:`schema`):
 
 * one row per hit, the fields of :class:`~hmmcascade.results.Hit`, and a ``domains`` column:
   a list of structs, the fields of :class:`~hmmcascade.results.Domain` and of its
@@ -12,7 +13,7 @@ Layout (format ``hmmcascade-hits/2``):
   where the model has none);
 * rows sorted by model, then target; row groups of at most :data:`ROW_GROUP_HITS` hits, so
   that the column statistics (min, max of ``model``) say which row groups hold a model;
-* the file's key-value metadata ``hmmcascade``: JSON ``{"format": ..., "meta": {...}}``
+* the file's key-value metadata ``hmmcascade`` (:data:`META_KEY`): JSON ``{"format": ..., "meta": {...}}``
   (the search's Z, model and target counts).
 
 Floating-point fields are stored as float64, the Python floats of the records, so a hit
@@ -30,17 +31,20 @@ import numpy as np
 
 from .results import LINE_FIELDS, Alignment, Domain, Hit
 
-__all__ = ["FORMAT", "ROW_GROUP_HITS", "HitFile", "HitFileWriter", "write_hit_file", "is_hit_file"]
+__all__ = ["ALI_FIELDS", "DOM_FIELDS", "FORMAT", "HIT_FIELDS", "META_KEY", "ROW_GROUP_HITS", "ArrowLines",
+           "HitFileWriter", "pyarrow_modules", "schema", "thresholded_table", "write_hit_file"]
 
 FORMAT = "hmmcascade-hits/2"
 #: hits per row group (a merge reads whole row groups; their size bounds what one read holds)
 ROW_GROUP_HITS = 8192
-_META_KEY = b"hmmcascade"
+#: the key of the file's metadata that holds its format and the search's meta
+META_KEY = b"hmmcascade"
 
-_HIT_FIELDS = [f for f in Hit.__dataclass_fields__ if f != "domains"]
-_DOM_FIELDS = [f for f in Domain.__dataclass_fields__ if f != "alignment"]
-_ALI_FIELDS = list(Alignment.__dataclass_fields__)
-_HIT_VALUES = attrgetter(*_HIT_FIELDS)
+#: the columns of a hit file: a hit's fields (and ``domains``), a domain's fields and its alignment's
+HIT_FIELDS = [f for f in Hit.__dataclass_fields__ if f != "domains"]
+DOM_FIELDS = [f for f in Domain.__dataclass_fields__ if f != "alignment"]
+ALI_FIELDS = list(Alignment.__dataclass_fields__)
+_HIT_VALUES = attrgetter(*HIT_FIELDS)
 _INT = ("model", "target", "model_length", "target_length", "nregions", "nclustered", "noverlaps", "nenvelopes",
         "best_domain", "env_from", "env_to", "hmm_from", "hmm_to", "ali_from", "ali_to", "M", "L")
 _BOOL = ("reported", "included")
@@ -48,7 +52,8 @@ _STR = ("model_name", "model_acc", "target_name", "target_acc", "target_desc", "
         "target_line", "pp_line", "rf_line", "cs_line")
 
 
-def _pa():
+def pyarrow_modules():
+    """The modules ``pyarrow`` and ``pyarrow.parquet``, imported when first needed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -67,20 +72,20 @@ def _type(pa, name: str):
 
 def schema(meta: dict | None = None):
     """The Arrow schema of a hit file, with ``meta`` in its metadata."""
-    pa, _ = _pa()
+    pa, _ = pyarrow_modules()
     dom = pa.struct([pa.field(n, _type(pa, n), nullable=n in ("rf_line", "cs_line"))
-                     for n in _DOM_FIELDS + _ALI_FIELDS])
-    fields = [pa.field(n, _type(pa, n), nullable=False) for n in _HIT_FIELDS]
+                     for n in DOM_FIELDS + ALI_FIELDS])
+    fields = [pa.field(n, _type(pa, n), nullable=False) for n in HIT_FIELDS]
     fields.append(pa.field("domains", pa.list_(pa.field("item", dom, nullable=False)), nullable=False))
-    return pa.schema(fields, metadata={_META_KEY: json.dumps({"format": FORMAT, "meta": meta or {}})})
+    return pa.schema(fields, metadata={META_KEY: json.dumps({"format": FORMAT, "meta": meta or {}})})
 
 
 def _table(hits: list[Hit], sch, rows: "_BatchRows | None" = None, at=None):
     """The rows of ``hits`` as an Arrow table of schema ``sch``.  ``rows``: a :class:`_BatchRows`
     of a list of hits that ``hits`` are ``at`` (positions in it), for their domains."""
-    pa, _ = _pa()
-    values = zip(*map(_HIT_VALUES, hits)) if hits else [[] for _ in _HIT_FIELDS]
-    cols = [pa.array(v, type=sch.field(n).type) for n, v in zip(_HIT_FIELDS, values)]
+    pa, _ = pyarrow_modules()
+    values = zip(*map(_HIT_VALUES, hits)) if hits else [[] for _ in HIT_FIELDS]
+    cols = [pa.array(v, type=sch.field(n).type) for n, v in zip(HIT_FIELDS, values)]
     struct_type = sch.field("domains").type.value_type
     if rows is None:
         rows = _BatchRows.of(hits)
@@ -94,10 +99,10 @@ def _table(hits: list[Hit], sch, rows: "_BatchRows | None" = None, at=None):
     np.cumsum([len(d) for d in dom_lists], out=offsets[1:])
     doms = [d for ds in dom_lists for d in ds]
     alis = [d.alignment for d in doms]
-    children = [pa.array([getattr(d, n) for d in doms], type=struct_type.field(n).type) for n in _DOM_FIELDS]
+    children = [pa.array([getattr(d, n) for d in doms], type=struct_type.field(n).type) for n in DOM_FIELDS]
     lines = _arrow_lines(alis)
     children += [lines[n] if lines is not None and n in lines else
-                 pa.array([getattr(a, n) for a in alis], type=struct_type.field(n).type) for n in _ALI_FIELDS]
+                 pa.array([getattr(a, n) for a in alis], type=struct_type.field(n).type) for n in ALI_FIELDS]
     struct = pa.StructArray.from_arrays(children, fields=list(struct_type))
     cols.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
     return pa.Table.from_arrays(cols, schema=sch)
@@ -124,7 +129,7 @@ class _BatchRows:
     @classmethod
     def of(cls, hits: list[Hit]) -> "_BatchRows | None":
         """None when some hit's domains are not a search batch's (then the records are read)."""
-        pa, _ = _pa()
+        pa, _ = pyarrow_modules()
         index: dict[int, int] = {}
         sources = []
         lists = list(map(attrgetter("domains"), hits))
@@ -172,7 +177,7 @@ class _BatchRows:
 
     def column(self, struct_type, at: np.ndarray) -> tuple:
         """The ``domains`` column (list offsets, struct array) of hits ``at`` (positions in the list)."""
-        pa, _ = _pa()
+        pa, _ = pyarrow_modules()
         from .domaindef.segments import segment_ranges
 
         nd = self.nd[at]
@@ -225,14 +230,32 @@ def _line_arrays(pa, lines) -> dict:
     return out
 
 
+class ArrowLines:
+    """The alignment lines of a hit file table's domains, kept as Arrow strings until one is first read
+    (then all are made Python strings at once), for :meth:`Alignment.from_lines`: those of the hits
+    read back (:func:`~hmmcascade.hit_file.hits_from_table`), which :func:`_arrow_lines` writes
+    again from the Arrow strings."""
+
+    __slots__ = ("arrays", "_cols")
+
+    def __init__(self, struct):
+        self.arrays = [struct.field(n) for n in LINE_FIELDS]  #: in :data:`LINE_FIELDS` order
+        self._cols = None
+
+    def text(self, n: int, name: str):
+        if self._cols is None:
+            self._cols = dict(zip(LINE_FIELDS, (a.to_pylist() for a in self.arrays)))
+        return self._cols[name][n]
+
+
 def _arrow_lines(alis) -> dict | None:
-    """The text lines of alignments read from hit files (:class:`_ArrowLines`), taken from their Arrow
+    """The text lines of alignments read from hit files (:class:`ArrowLines`), taken from their Arrow
     arrays without making Python strings; None when any alignment was made otherwise."""
-    pa, _ = _pa()
-    runs: list[tuple[_ArrowLines, list[int]]] = []
+    pa, _ = pyarrow_modules()
+    runs: list[tuple[ArrowLines, list[int]]] = []
     for a in alis:
         src = getattr(a, "_lines", None)
-        if not isinstance(src, _ArrowLines):
+        if not isinstance(src, ArrowLines):
             return None
         if runs and runs[-1][0] is src:
             runs[-1][1].append(a._index)
@@ -253,7 +276,7 @@ class HitFileWriter:
     """
 
     def __init__(self, fh, meta: dict | None = None):
-        _, pq = _pa()
+        _, pq = pyarrow_modules()
         self.schema = schema(meta)
         # (no dictionaries: the alignment text would only fill and drop them; statistics of the sort keys
         # alone, which the merge's reads by model use)
@@ -309,7 +332,7 @@ def thresholded_table(table, hits: list[Hit]):
     """A hit file's rows (``table``) with the flags and E-values that thresholding set on ``hits``
     (the same rows, read from it, in its order), sorted by (model, target): a merge's output rows
     without making the alignments' text Python strings."""
-    pa, _ = _pa()
+    pa, _ = pyarrow_modules()
     if table.num_rows != len(hits):
         raise ValueError(f"thresholded_table: {table.num_rows} rows but {len(hits)} hits")
     sch = table.schema
@@ -337,10 +360,10 @@ def thresholded_table(table, hits: list[Hit]):
 def _hit_columns(hits: list[Hit], sch) -> dict:
     """Every hit field of ``hits`` as one array (numpy for numbers and flags, Arrow for strings), read a
     field at a time over all hits: no tuple per hit, no Python list of floats."""
-    pa, _ = _pa()
+    pa, _ = pyarrow_modules()
     n = len(hits)
     cols = {}
-    for name in _HIT_FIELDS:
+    for name in HIT_FIELDS:
         values = map(attrgetter(name), hits)
         if name in _STR:
             cols[name] = pa.array(list(values), type=sch.field(name).type)
@@ -353,10 +376,10 @@ def _hit_columns(hits: list[Hit], sch) -> dict:
 def _rows_table(cols: dict, at: np.ndarray, sch, rows: "_BatchRows"):
     """Rows ``at`` of the hit columns ``cols`` (:func:`_hit_columns`) and their domains (``rows``) as a
     table of schema ``sch``."""
-    pa, _ = _pa()
+    pa, _ = pyarrow_modules()
     take = pa.array(at)
     arrays = [cols[n].take(take) if isinstance(cols[n], pa.Array) else pa.array(cols[n][at], type=sch.field(n).type)
-              for n in _HIT_FIELDS]
+              for n in HIT_FIELDS]
     offsets, struct = rows.column(sch.field("domains").type.value_type, at)
     arrays.append(pa.ListArray.from_arrays(pa.array(offsets), struct, type=sch.field("domains").type))
     return pa.Table.from_arrays(arrays, schema=sch)
@@ -369,8 +392,8 @@ def write_hit_file(path, hits: list[Hit], meta: dict | None = None, parts: int =
     encoded by Arrow in threads.
 
     ``parts`` > 1: ``path`` is made a folder of that many hit files (``part000.parquet``, ...; consecutive
-    runs of the sorted rows, cut between row groups, read as one by :class:`HitFile`), encoded side by
-    side in as many threads; the folder is put in place whole, or not at all."""
+    runs of the sorted rows, cut between row groups, read as one by :class:`~hmmcascade.hit_file.HitFile`),
+    encoded side by side in as many threads; the folder is put in place whole, or not at all."""
     from .outfiles import open_output
 
     rows = _BatchRows.of(hits)  # (a search's hits: their domains from its batches' arrays)
@@ -448,185 +471,3 @@ def _write_folder(path: str, runs: list[np.ndarray], cols: dict, rows: "_BatchRo
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-
-
-def is_hit_file(path) -> bool:
-    """Whether ``path`` starts as a Parquet file does (``PAR1``), or is a folder (of hit files:
-    :class:`HitFile` says so if not)."""
-    if os.path.isdir(path):
-        return True
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except OSError:
-        return False
-
-
-class HitFile:
-    """A Parquet hit file, read a range of models at a time; or a folder of them (the workflow's
-    merged hits: one file per shard of the models, in model order by name), read as one; or a list
-    of files and folders, read as one in the list's order (``path`` then names them all, space-separated).
-
-    Raises:
-        ValueError: one line naming the file when it is missing, cut short or not a hit file.
-    """
-
-    def __init__(self, path):
-        given = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
-        if not given:
-            raise ValueError("no hit files given")
-        self.path = " ".join(given)
-        paths = []
-        for p in given:
-            if os.path.isdir(p):
-                files = sorted(os.path.join(p, n) for n in os.listdir(p) if n.endswith(".parquet"))
-                if not files:
-                    raise ValueError(f"{p}: no hit files (*.parquet) in the folder")
-                paths += files
-            else:
-                paths.append(p)
-        self._paths, self._files, self._groups = paths, [], []  # (per row group: (file, its row group))
-        self._ranges = []  # per row group: (first model, last model, rows)
-        self.meta = None
-        for path in paths:
-            pf, meta = self._open(path)
-            self.meta = meta if self.meta is None else self.meta
-            md = pf.metadata
-            col = pf.schema_arrow.get_field_index("model")
-            for g in range(md.num_row_groups):
-                rg = md.row_group(g)
-                st = rg.column(col).statistics
-                if rg.num_rows and (st is None or not st.has_min_max):
-                    raise ValueError(f"{path}: not a complete hmmcascade hits file (row group {g} has no statistics)")
-                self._ranges.append((st.min, st.max, rg.num_rows) if rg.num_rows else (0, -1, 0))
-                self._groups.append((len(self._files), g))
-            self._files.append(pf)
-
-    @staticmethod
-    def _open(path: str):
-        pa, pq = _pa()
-        try:
-            pf = pq.ParquetFile(path)
-        except FileNotFoundError:
-            raise ValueError(f"{path}: hits file not found") from None
-        except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"{path}: not an hmmcascade hits file ({' '.join(str(exc).split())})") from None
-        md = pf.schema_arrow.metadata or {}
-        try:
-            head = json.loads(md[_META_KEY])
-        except (KeyError, ValueError):
-            raise ValueError(f"{path}: not an hmmcascade hits file (no hmmcascade metadata)") from None
-        if head.get("format") != FORMAT:
-            raise ValueError(f"{path}: not an hmmcascade hits file (format {head.get('format')!r}, "
-                             f"expected {FORMAT})")
-        if not pf.schema_arrow.equals(schema(), check_metadata=False):
-            raise ValueError(f"{path}: not a complete hmmcascade hits file (its columns differ from {FORMAT})")
-        return pf, head.get("meta", {})
-
-    @property
-    def rows(self) -> int:
-        return sum(r for _, _, r in self._ranges)
-
-    @property
-    def last_model(self) -> int:
-        """The highest model number with a hit, -1 when the file has none."""
-        return max([hi for _, hi, n in self._ranges if n] + [-1])
-
-    def model_counts(self, n_models: int) -> np.ndarray:
-        """Hits per model (length ``n_models``), read a row group at a time (the model column only)."""
-        counts = np.zeros(n_models, dtype=np.int64)
-        for g, (_, _, n) in enumerate(self._ranges):
-            if n:
-                model = self._read(g, ["model"]).column(0).to_numpy()
-                counts += np.bincount(model, minlength=n_models)[:n_models]
-        return counts
-
-    def sample_column(self, name: str, groups: int = 16) -> list:
-        """The values of column ``name`` in up to ``groups`` row groups spread over the file."""
-        n = len(self._ranges)
-        picks = sorted({g * n // groups for g in range(groups)}) if n > groups else range(n)
-        return [v for g in picks if self._ranges[g][2] for v in self._read(g, [name]).column(0).to_pylist()]
-
-    @property
-    def row_groups(self) -> int:
-        """Row groups of all files, in file order (numbered from 0 for :meth:`read_row_group`)."""
-        return len(self._ranges)
-
-    def read_row_group(self, g: int, columns=None):
-        """Row group ``g`` as an Arrow table, of ``columns`` only where given (a domain's field:
-        ``domains.list.element.<field>``)."""
-        return self._read(g, columns)
-
-    def _read(self, g: int, columns=None):
-        pa, _ = _pa()
-        f, group = self._groups[g]
-        try:
-            return self._files[f].read_row_group(group, columns=columns)
-        except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"{self._paths[f]}: not a complete hmmcascade hits file "
-                             f"({' '.join(str(exc).split())})") from None
-
-    def read_tables(self, lo: int, hi: int) -> list:
-        """The rows of models ``lo <= model < hi`` as Arrow tables (one per row group read), in file order."""
-        import pyarrow.compute as pc
-
-        out = []
-        for g, (a, b, n) in enumerate(self._ranges):
-            if n and a < hi and b >= lo:
-                table = self._read(g)
-                if a < lo or b >= hi:
-                    m = table.column("model")
-                    table = table.filter(pc.and_(pc.greater_equal(m, lo), pc.less(m, hi)))
-                out.append(table)
-        return out
-
-    def read_models(self, lo: int, hi: int) -> list[Hit]:
-        """The hits of models ``lo <= model < hi``, in file order."""
-        return [h for table in self.read_tables(lo, hi) for h in hits_from_table(table)]
-
-    def read_all(self) -> list[Hit]:
-        return self.read_models(0, self.last_model + 1)
-
-
-class _ArrowLines:
-    """The alignment lines of a table's domains, kept as Arrow strings until one is first read
-    (then all are made Python strings at once), for :meth:`Alignment.from_lines`."""
-
-    __slots__ = ("arrays", "_cols")
-
-    def __init__(self, struct):
-        self.arrays = [struct.field(n) for n in LINE_FIELDS]  #: in :data:`LINE_FIELDS` order
-        self._cols = None
-
-    def text(self, n: int, name: str):
-        if self._cols is None:
-            self._cols = dict(zip(LINE_FIELDS, (a.to_pylist() for a in self.arrays)))
-        return self._cols[name][n]
-
-
-_ALI_NUMBERS = [n for n in _ALI_FIELDS if n not in LINE_FIELDS]
-
-
-def hits_from_table(table) -> list[Hit]:
-    """:class:`Hit` objects (with domains and alignments) from rows of a hit file's table; the
-    alignments' text lines are made when first read."""
-    if table.num_rows == 0:
-        return []
-    cols = [table.column(n).to_pylist() for n in _HIT_FIELDS]
-    lists = table.column("domains").combine_chunks()
-    lengths = lists.value_lengths().to_numpy(zero_copy_only=False)
-    struct = lists.flatten()
-    lines = _ArrowLines(struct)
-    dcols = [struct.field(n).to_pylist() for n in _DOM_FIELDS]
-    acols = [struct.field(n).to_pylist() for n in _ALI_NUMBERS]  # hmm_from, hmm_to, ali_from, ali_to, M, L
-    from_lines = Alignment.from_lines
-    doms = [Domain(a, b, c, d, e, f, g, h, from_lines(lines, i, *ali), *rest)
-            for i, ((a, b, c, d, e, f, g, h, *rest), ali) in enumerate(zip(zip(*dcols), zip(*acols)))]
-    hits = []
-    k = 0
-    for values, nd in zip(zip(*cols), lengths.tolist()):
-        h = Hit(*values)
-        h.domains = doms[k: k + nd]
-        k += nd
-        hits.append(h)
-    return hits

@@ -62,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from .annotate import AnnotationStream, DomainUnit, protein_summary_line, thresholds_note, unit_annotations
-from .columnar import HitFile
+from .hit_file import HitFile
 from .gff3 import PFAM_ACCESSION, gff3_attribute, gff3_seqid
 from .genomes import GENE_COLUMNS, GenomeInputError
 from .io import InputError

@@ -65,7 +65,8 @@ from operator import itemgetter
 
 import numpy as np
 
-from .columnar import HitFile, HitFileWriter, hits_from_table, is_hit_file, thresholded_table
+from .columnar import HitFileWriter, thresholded_table
+from .hit_file import HitFile, hits_from_table, is_hit_file
 from .merge_proteins import (PART_ROWS, RUN_CHUNK, annotation_parts, annotation_row, annotation_streams, bounds_of,
                              init_worker, name_bounds, write_runs)
 from .results import Hit
@@ -125,7 +126,7 @@ class _MemorySource:
 
 
 def open_hit_source(path):
-    """A hit file (Parquet, :class:`~hmmcascade.columnar.HitFile`) or a JSON hits file, by content."""
+    """A hit file (Parquet, :class:`~hmmcascade.hit_file.HitFile`) or a JSON hits file, by content."""
     if is_hit_file(path):
         return HitFile(path)
     return _MemorySource(path)
@@ -443,7 +444,7 @@ def merge_parts(folders, Z: float, *, outputs: dict[str, str | None], families=N
     """The whole search's outputs from the shards' folders made by :func:`merge_hit_files` with
     ``parts_dir`` (in model order; together every model, from 0): the tables are each part's text
     between one head and tail, the merged hits (``outputs["merged_hits"]``) a folder of the parts'
-    hit files (read as one by :class:`~hmmcascade.columnar.HitFile`), and the per-protein tables step 2
+    hit files (read as one by :class:`~hmmcascade.hit_file.HitFile`), and the per-protein tables step 2
     over all parts' runs.  The outputs equal one merge of every hit file (tested).
 
     ``annotation``: as :func:`merge_hit_files`'s.  ``remove``: each file of the folders is removed as soon as it has been used (the disk then holds
