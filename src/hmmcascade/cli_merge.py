@@ -69,7 +69,7 @@ def cmd_merge(args) -> int:
     outputs; streamed a block of models at a time (:mod:`hmmcascade.merge`).  With ``--to-parts``,
     one shard of the models into a folder; with ``--from-parts``, the outputs from those folders."""
     from .annotate import thresholds_note
-    from .cascade import StageStats
+    from .search_result import StageStats
     from .merge import merge_hit_files, merge_parts, open_hit_source
     from .output import query_infos, write_json
 
