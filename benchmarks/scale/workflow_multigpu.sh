@@ -27,7 +27,8 @@ for g in ${ORDER:-1 $NGPU}; do
   H=$!
   start=$(date +%s)
   timeout ${WF_DEADLINE:-1500} snakemake --cores ${CORES:-$(nproc)} --resources gpu=$g --configfile $D/config.yaml > $D/snakemake$g.log 2>&1
-  echo "GPUS=$g snakemake rc $? after $(( $(date +%s) - start )) s"
+  rc=$?
+  echo "GPUS=$g snakemake rc $rc after $(( $(date +%s) - start )) s"
   kill $GP $H
   echo "host memory in use, max over the run: $(sort -n $D/host_mem$g.csv | tail -1) MB (before: $(head -1 $D/host_mem$g.csv) MB)"
   tail -4 $D/snakemake$g.log
@@ -47,6 +48,7 @@ P
   cp $D/snakemake$g.log $OUT/ 2>/dev/null; cp logs/compare/compare.log $OUT/compare_$g.log 2>/dev/null
   awk -F', ' '{u[$2]+=($4>0)} END {for (i in u) print "GPU " i ": samples busy " u[i]}' $D/gpu$g.csv
   tar czf $OUT/wfm_logs_$g.tgz logs $D/snakemake$g.log $D/gpu$g.csv results/accuracy.txt results/stats.json 2>/dev/null
+  [ $rc -eq 0 ] || { echo "stopped: the run with $g GPU(s) failed (its logs: $OUT/wfm_logs_$g.tgz)"; break; }
 done
 cmp $D/md5_1.txt $D/md5_$NGPU.txt && echo "tables' rows identical between 1 and $NGPU GPUs"
 echo DONE
