@@ -72,6 +72,20 @@
 #include "hmmcascade.h"
 #include "warp.h"
 
+/* The arguments of every envelope-stage kernel (envelope, envelope_wg, envelope_warp<C>,
+ * region_forward_lanes, region_forward_wide, region_forward_warp<C>): the jobs, the tables, the
+ * scratch and the outputs, as envelope's comment below describes them. */
+#define ENVELOPE_JOB_ARGS \
+    __global const uchar *dsq, __global const long *seq_off, \
+    __global const int *job_seq, __global const int *job_model, \
+    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm, \
+    const int n_jobs, const int mode, \
+    __global const float *msc, __global const long *msc_off, \
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M, \
+    __global float *scr, __global const long *scr_off, \
+    __global float *null2, __global const long *null2_off, \
+    __global int4 *trace, __global float *trace_pp, __global const long *trace_off, \
+    __global float4 *info, __global int *disp, __global int4 *cols
 
 /* fb_parser's per-residue record */
 #define REC 16
@@ -944,16 +958,7 @@ void oa_display(__global const int4 *tr, __global const float *tpp, const int nt
  * mode & 1 == 0: Forward only, contiguous F and fx at scr + scr_off[j]; info[j] = (score, 0, 0, 0). */
 #if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void envelope(
-    __global const uchar *dsq, __global const long *seq_off,
-    __global const int *job_seq, __global const int *job_model,
-    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
-    const int n_jobs, const int mode,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, __global const long *scr_off,
-    __global float *null2, __global const long *null2_off,
-    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __global int *disp, __global int4 *cols)
+    ENVELOPE_JOB_ARGS)
 {
     const int j = REVERSED_GID();
     if (j >= n_jobs) return;
@@ -1108,16 +1113,7 @@ __kernel void envelope(
  * --------------------------------------------------------------------------------------------- */
 #if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void region_forward_lanes(
-    __global const uchar *dsq, __global const long *seq_off,
-    __global const int *job_seq, __global const int *job_model,
-    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
-    const int n_jobs, const int mode,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, __global const long *scr_off,
-    __global float *null2, __global const long *null2_off,
-    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __global int *disp, __global int4 *cols)
+    ENVELOPE_JOB_ARGS)
 {
     __local float xf[32];
     __local int xi[32];
@@ -1276,16 +1272,7 @@ __kernel void region_forward_lanes(
  * --------------------------------------------------------------------------------------------- */
 #if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void region_forward_wide(
-    __global const uchar *dsq, __global const long *seq_off,
-    __global const int *job_seq, __global const int *job_model,
-    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
-    const int n_jobs, const int mode,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, __global const long *scr_off,
-    __global float *null2, __global const long *null2_off,
-    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __global int *disp, __global int4 *cols)
+    ENVELOPE_JOB_ARGS)
 {
     __local float xf[4], xend[4];
     __local int xi[4];
@@ -1440,24 +1427,10 @@ __kernel void region_forward_wide(
 #define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 
 #if !defined(HMMC_PART) || HMMC_PART == 0
-/* zero_words: p[0 .. n) = 0 (a work-item a word), where clEnqueueFillBuffer was (Device.zero). */
-__kernel void zero_words(__global uint *p, const uint n)
-{
-    const size_t i = get_global_id(0);
-    if (i < n) p[i] = 0u;
-}
+#include "zero_words.h"
 
 __kernel void envelope_wg(
-    __global const uchar *dsq, __global const long *seq_off,
-    __global const int *job_seq, __global const int *job_model,
-    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
-    const int n_jobs, const int mode,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, __global const long *scr_off,
-    __global float *null2, __global const long *null2_off,
-    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __global int *disp, __global int4 *cols, __local float4 *lw)
+    ENVELOPE_JOB_ARGS, __local float4 *lw)
 {
     const int j = (int) (get_num_groups(0) - 1 - get_group_id(0));
     if (j >= n_jobs) return;   /* the whole group */

@@ -23,12 +23,7 @@
  */
 #include "hmmcascade.h"
 
-/* zero_words: p[0 .. n) = 0 (a work-item a word), where clEnqueueFillBuffer was (Device.zero). */
-__kernel void zero_words(__global uint *p, const uint n)
-{
-    const size_t i = get_global_id(0);
-    if (i < n) p[i] = 0u;
-}
+#include "zero_words.h"
 
 __kernel void null2_fill(
     __global const float *logodds,   /* [rows][KP] logf of single envelopes' null2 odds (nats)   */

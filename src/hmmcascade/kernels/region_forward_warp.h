@@ -25,16 +25,7 @@
 
 __kernel __attribute__((reqd_work_group_size(32, 1, 1)))
 void RF_NAME(
-    __global const uchar *dsq, __global const long *seq_off,
-    __global const int *job_seq, __global const int *job_model,
-    __global const int *job_i, __global const int *job_len, __global const float4 *job_xfm,
-    const int n_jobs, const int mode,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, __global const long *scr_off,
-    __global float *null2, __global const long *null2_off,
-    __global int4 *trace, __global float *trace_pp, __global const long *trace_off,
-    __global float4 *info, __global int *disp, __global int4 *cols)
+    ENVELOPE_JOB_ARGS)
 {
     __local int tmp[32];
     const int lane = (int) get_local_id(0);
