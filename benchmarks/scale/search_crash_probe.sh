@@ -30,8 +30,8 @@ pair() { # "name shard options" twice: side by side on two GPUs, else one after 
 # this tree, and a copy whose Device.sub_buffer does not hold the sub-buffers (released as the launches go,
 # as before 2026-11-27): the one change made for this fault
 rm -rf /tmp/src_nohold && cp -r $PWD/src /tmp/src_nohold
-sed -i 's/self.__dict__.setdefault("_subs", \[\]).append(s)/pass/' /tmp/src_nohold/hmmcascade/device.py
-grep -c '^            pass$' /tmp/src_nohold/hmmcascade/device.py
+sed -i "s/        s._hmmcascade_parent = buf/        pass/" /tmp/src_nohold/hmmcascade/device.py
+grep -c '^        pass$' /tmp/src_nohold/hmmcascade/device.py
 if [ "$NG" -ge 2 ]; then run_ default1 1/6 0:0 "" & SRC=/tmp/src_nohold run_ nohold1 1/6 0:1 "" & wait
 else run_ default1 1/6 0:0 ""; SRC=/tmp/src_nohold run_ nohold1 1/6 0:0 ""; fi
 pair "default5 5/6" "default2 2/6"

@@ -401,22 +401,24 @@ class Device:
         self.over_budget_bytes = 0
 
     def sub_buffer(self, buf, offset: int, size: int):
-        """The sub-buffer of ``buf`` of ``size`` bytes from byte ``offset``, kept by the device until
-        :meth:`trim` (the end of a search), so that none is released while a search runs: every search
-        job of a Pfam-A x Swiss-Prot-sized run on two H200s died in a segmentation fault at a line of
-        the envelope stage whose only OpenCL calls are the release of the previous launch's
-        sub-buffers (2026-11-26; the cause is not established).  The parent goes back to the pool as
-        before, when nothing but the pool refers to it: its reuse is ordered by the queue."""
+        """The sub-buffer of ``buf`` of ``size`` bytes from byte ``offset``; it holds ``buf``, so that
+        ``buf`` stays out of the pool (neither lent again nor released by :meth:`_evict` or
+        :meth:`trim`) while the sub-buffer lives, and is released after it.
+
+        Without that hold, a parent with no other reference went back to the pool while its
+        sub-buffers lived; a pool over its budget released it (:meth:`_evict`), and dropping a
+        sub-buffer afterwards released a sub-buffer of a released parent.  Every search job of a
+        Pfam-A x Swiss-Prot-sized run on two H200s died in a segmentation fault at such a drop
+        (2026-11-26: the envelope stage's ``common = (...)``, which drops the previous launch's
+        sub-buffers after the uploads of the next launch could evict their parent); the pool had
+        evicted tens of GB in such searches (``benchmarks/results/2026-11-25_h100_pfamA_x_37k_memory.json``)."""
         s = buf.get_sub_region(int(offset), int(size))
-        with self._lock:
-            self.__dict__.setdefault("_subs", []).append(s)
+        s._hmmcascade_parent = buf
         return s
 
     @_locked
     def trim(self) -> None:
-        """Release the sub-buffers made since the last trim and the pool's free buffers (this waits
-        for the device to run what is queued)."""
-        self.__dict__.get("_subs", []).clear()
+        """Release the pool's free buffers (this waits for the device to run what is queued)."""
         self._take(0)  # (takes back what nobody holds)
         pool = self.__dict__.get("_pool", {})
         for size, free in pool.items():
