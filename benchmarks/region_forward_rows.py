@@ -13,7 +13,8 @@ pyhmmer.hmmsearch on 16 CPUs (hits missing or extra, pairs whose reported domain
 coordinates differ, the largest sequence score difference); the CbiA x efae|YP_005353338.1 pair at
 Z = 561,960 (the Pfam-A x Swiss-Prot-sized run's lost hit) with each variant; then dev-x10 (10 renamed
 copies of the proteins) searched with the variants in turn, 3 timed searches each after one untimed,
-in one process. With PFAMA=pfamA_like.hmm also pfamA_like (the models x 9) x the proteins with the first variant.
+in one process. With PFAMA=pfamA_like.hmm also pfamA_like (the models x 9) x the proteins with the first variant;
+with DEVX10=1 also dev-x10's rows with the first variant against pyhmmer on the same proteins (about 2 min).
 """
 import json, os, statistics, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -116,3 +117,25 @@ med = {n: statistics.median(v) for n, v in T.items()}
 print(json.dumps({"dev_x10_times": T, "medians": med,
                   "ratios_to_warp": {n: round(m / med["warp"], 4) for n, m in med.items()} if "warp" in med else {}}),
       flush=True)
+if os.environ.get("DEVX10"):  # dev-x10's rows with the first variant against pyhmmer on the same 93,660 proteins
+    block = pyhmmer.easel.DigitalSequenceBlock(SQ.alphabet)
+    for c in range(10):
+        for q in SQ:
+            r = q.copy()
+            r.name = f"{s(q.name)}/copy{c}".encode()
+            block.append(r)
+    ref10, t = {}, time.perf_counter()
+    for hits in pyhmmer.hmmsearch(H, block, cpus=16):
+        for h in hits.reported:
+            ref10[(s(hits.query.name), s(h.name))] = (h.score, coords(
+                (d.env_from, d.env_to, d.alignment.target_from, d.alignment.target_to, d.alignment.hmm_from,
+                 d.alignment.hmm_to) for d in h.domains.reported))
+    t = time.perf_counter() - t
+    o10 = our_rows(db10, s10, len(s10), use(names[0]))
+    diff = [k for k in ref10 if k in o10 and ref10[k][1] != o10[k][1]]
+    print(json.dumps({"dev_x10_rows": names[0], "pyhmmer_s": round(t, 1), "hits": len(o10), "pyhmmer_hits": len(ref10),
+                      "domains": sum(len(v[1]) for v in o10.values()),
+                      "missing": sum(k not in o10 for k in ref10), "extra": sum(k not in ref10 for k in o10),
+                      "pairs_with_domain_rows_differing": len(diff),
+                      "max_seq_score_diff_bits": round(max(abs(ref10[k][0] - o10[k][0]) for k in ref10 if k in o10), 5),
+                      "examples": [[k, ref10[k][1], o10[k][1]] for k in diff[:6]]}), flush=True)

@@ -47,7 +47,7 @@ def test_a_search_needs_only_its_models_widths():
     gpu = SearchOptions().resolved(True)
     parts = search_parts(gpu, np.array([40, 100, 120]))  # short models: warp width 4 only
     assert ("viterbi", ("-DHMMC_PART=1",)) in parts and ("viterbi", ("-DHMMC_PART=2",)) not in parts
-    # (region_forward's warp parts only where asked for: its default is lanes, in part 0; issue 26)
+    # (region_forward's warp parts only where asked for: its default is wide, in part 0; issue 26)
     assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7)}
     warp = search_parts(SearchOptions(region_forward="warp").resolved(True), np.array([40, 100, 120]))
     assert {p for p in warp if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7, 13)}

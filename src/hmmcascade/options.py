@@ -48,7 +48,7 @@ CHOICES: dict[str, Choice] = {
     "forward": Choice("Forward path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "decode": Choice("decode path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "envelope": Choice("envelope path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
-    "region_forward": Choice("region Forward path", ("warp", "lanes", "wide", "serial"), gpu="lanes", cpu="serial"),
+    "region_forward": Choice("region Forward path", ("warp", "lanes", "wide", "serial"), gpu="wide", cpu="serial"),
     "ensemble": Choice("ensemble backend", ("device", "python"), gpu="device", cpu="device"),
     "null2": Choice("null2 path", ("device", "host"), gpu="device", cpu="device"),
     "select": Choice("filter tests", ("device", "host"), gpu="device", cpu="device"),
@@ -95,12 +95,11 @@ class SearchOptions:
     #: or "serial" (envelope, a work-item per envelope; CPUs)
     envelope: str = "auto"
     #: multi-domain regions' Forward matrices, from which the stochastic traces that decide their envelopes
-    #: are sampled: "lanes" (region_forward_lanes, four work-items per region; GPUs), "serial"
-    #: (envelope's mode 0, a work-item per region; CPUs) or "wide" (region_forward_wide, a work-group per
-    #: region: its cells in parallel, its chains by four; not yet timed on a GPU), all in HMMER's striped
-    #: order, the same floats;
-    #: or "warp" (region_forward_warp<C>, 7% faster on an H100, another order of sums: its rounding
-    #: flips some envelopes, issue 26)
+    #: are sampled: "wide" (region_forward_wide, a work-group per region: its cells in parallel, its chains
+    #: by four; GPUs), "lanes" (region_forward_lanes, four work-items per region) or "serial" (envelope's
+    #: mode 0, a work-item per region; CPUs), all in HMMER's striped order, the same floats; or "warp"
+    #: (region_forward_warp<C>, another order of sums: its rounding flips some envelopes, issue 26).
+    #: On an H100 (2026-11-27), dev-x10's search took 1.6% longer with wide than with warp, 4.5% with lanes
     region_forward: str = "auto"
     #: stochastic-trace clustering: "device" (region_ensemble; default) or "python" (every region on the host)
     ensemble: str = "auto"

@@ -10,11 +10,12 @@ returns for each, bit for bit: the region's null2 scores and its envelopes.
    region's multihit Forward matrix (length model of the whole target) into
    device scratch: one work-item per region; or ``region_forward_warp<C>`` (for models of up to
    ``kernel_table.WARP_MAX_NODES`` (1,024) nodes), the same matrix to float rounding with a warp
-   per region and C nodes per lane; or ``region_forward_lanes`` (four work-items per region, one per lane of HMMER's striped vectors:
-   the same floats as mode 0). The option ``region_forward`` ("lanes", "serial" or "warp";
-   :class:`~hmmcascade.options.SearchOptions`) chooses (default: lanes on GPUs, serial on CPUs: the
-   traces sampled from the matrix decide the envelopes, and the warp kernel's rounding, not HMMER's
-   striped order, flips some; issue 26).
+   per region and C nodes per lane; or ``region_forward_lanes`` (four work-items per region, one per lane
+   of HMMER's striped vectors) or ``region_forward_wide`` (a work-group per region: each row's cells in
+   parallel, its chains by four work-items in HMMER's order), both the same floats as mode 0. The option
+   ``region_forward`` ("wide", "lanes", "serial" or "warp"; :class:`~hmmcascade.options.SearchOptions`)
+   chooses (default: wide on GPUs, serial on CPUs: the traces sampled from the matrix decide the
+   envelopes, and the warp kernel's rounding, not HMMER's striped order, flips some; issue 26).
 2. Kernel ``region_ensemble`` reads those matrices where they are, a
    work-group per region (a warp on GPUs, taking a round of a trace's steps
    at once; one work-item on CPUs): 200 stochastic traces (the generator reseeded to
@@ -67,7 +68,9 @@ RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer regio
 #: of 32).  One is the fastest on an H100 (dev-x10: 5.64 s with 1, 6.01 s with 8; serial 6.47 s, warp 5.26 s;
 #: benchmarks/results/2026-11-26_h100_region_forward_lanes.json): a region's rows differ in length
 LANES_REGIONS = 1
-#: region_forward_wide: work-items per region (a work-group; at least 4); a GPU's warp
+#: region_forward_wide: work-items per region (a work-group; at least 4); a GPU's warp.  On an H100
+#: (2026-11-27, benchmarks/results/2026-11-27_h100_region_forward_wide.json) dev-x10's median search 5.42 s
+#: against 5.57 s with lanes (one region a group), 6.32 s serial and 5.34 s warp
 WIDE_LOCAL = 32
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
 #: (hmmcascade/kernels/ensemble.cl's ENS_LANES)
@@ -168,7 +171,7 @@ class RegionEnsembles:
         self.k_forward_warp = WarpKernels(dev, TABLES["region_forward"].variants[0])
         self.stats = EnsembleStats()
         opts = launches.options
-        #: the Forward matrices' kernels: "lanes" (GPUs), "serial" (CPUs) or "warp" (region_forward_warp<C>)
+        #: the Forward matrices' kernels: "wide" (GPUs), "lanes", "serial" (CPUs) or "warp" (region_forward_warp<C>)
         self.forward_path = choose("region_forward", opts.region_forward, dev.is_gpu)
         #: :meth:`run`'s default backend: "device" or "python"
         self.backend = choose("ensemble", opts.ensemble, dev.is_gpu)
