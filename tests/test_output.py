@@ -22,7 +22,8 @@ from pyhmmer.plan7 import HMMFile
 
 from conftest import DEFAULT_HMMS, DEFAULT_SEQS, PYHMMER_DATA
 from hmmcascade.hmmsearch_text import alignment_lines
-from hmmcascade.output import QueryInfo, sort_hits, write_alignments, write_domtblout, write_tblout
+from hmmcascade.output import (QueryInfo, per_query_hits, sort_hits, write_alignments, write_domtblout,
+                               write_tblout)
 from hmmcascade.results import Alignment, Domain, Hit
 
 TABLES = PYHMMER_DATA / "tables"
@@ -236,6 +237,27 @@ def test_main_output_reads_back(tmp_path, pf02826):
                 d.ali_from, d.ali_to, d.env_from, d.env_to)
             assert hsp.evalue_cond == float("%.2g" % (math.exp(d.lnP) * 22))
             assert str(hsp.hit.seq) == d.alignment.target_line and hsp.aln_annotation["PP"] == d.alignment.pp_line
+
+
+@pytest.mark.parametrize("inc_by_E", [True, False])
+def test_hits_sorted_at_once_are_each_querys_hmmer_order(tmp_path, default_search, inc_by_E):
+    """per_query_hits sorts all hits at once (models first): each query's hits are sort_hits' order, and
+    tables written from its answer, kept for several tables, are those written from the hits."""
+    hmms, seqs = default_search
+    all_top_hits = list(pyhmmer.hmmsearch(hmms, seqs, Z=2000))
+    hits = [h for m, (hmm, th) in enumerate(zip(hmms, all_top_hits)) for h in hits_from_pyhmmer(hmm, th, m)]
+    hits = hits[1::2] + hits[::2]  # (out of order)
+    queries = [QueryInfo(h.name, h.accession or "", h.description or "", h.M) for h in hmms]
+    sorted_once = per_query_hits(hits, queries, inc_by_E)
+    assert [q.name for q, _ in sorted_once] == [q.name for q in queries]
+    for m, (q, qhits) in enumerate(sorted_once):
+        assert qhits == sort_hits([h for h in hits if h.model == m], inc_by_E=inc_by_E)
+    for write, name in ((write_tblout, "t"), (write_domtblout, "d")):
+        write(tmp_path / f"{name}1", hits, Z=2000, queries=queries, inc_by_E=inc_by_E)
+        write(tmp_path / f"{name}2", sorted_once, Z=2000, queries=queries, inc_by_E=inc_by_E)
+        assert _body(tmp_path / f"{name}1") == _body(tmp_path / f"{name}2")
+    with pytest.raises(ValueError, match="another inc_by_E"):
+        write_tblout(tmp_path / "t3", sorted_once, Z=2000, queries=queries, inc_by_E=not inc_by_E)
 
 
 def test_sort_hits_follows_hmmer(tmp_path):

@@ -189,12 +189,15 @@ def _load_input(load, path: str):
 def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None,
                    families=None, seqs=None) -> None:
     """search's outputs (``paths``: :func:`_search_outputs`'), the main output first."""
-    from .output import query_infos, write_alignments, write_domtblout, write_pfamtblout, write_tblout
+    from .output import per_query_hits, query_infos, write_alignments, write_domtblout, write_pfamtblout, write_tblout
 
     queries = query_infos(db) if db is not None else None
     inc_by_E = th.cut is None and th.incT is None
     command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     common = dict(Z=Z, queries=queries, inc_by_E=inc_by_E, query_file=query_file, target_file=target_file)
+    records = hits
+    if paths["-o"] != os.devnull or args.tblout or args.domtblout or args.pfamtblout:
+        hits = per_query_hits(hits, queries, inc_by_E)  # (sorted once for every table)
     if paths["-o"] != os.devnull:  # (-o /dev/null: no main output, none made)
         write_alignments(paths["-o"], hits, domZ=th.domZ, textw=0 if args.notextw else args.textw,
                          show_alignments=not args.noali, show_accessions=args.acc,
@@ -209,7 +212,7 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
         from .annotate import (sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
                                write_protein_summary)
 
-        reported = [h for h in hits if h.reported]
+        reported = [h for h in records if h.reported]
         if args.pfamscan:
             write_pfam_scan(args.pfamscan, reported, families)
         if args.gff3:

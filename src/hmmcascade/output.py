@@ -326,23 +326,35 @@ def _domtblout_head(q: QueryInfo, qhits) -> list[str]:
     ]
 
 
-_DOM_ROW = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d "
-            "%4.2f %s")
+#: a domtblout row: the hit's columns (formatted once a hit), then the domain's
+_DOM_HIT = "%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f "
+_DOM_ROW = "%s%3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d %4.2f %s"
 
 
 def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None) -> list[str]:
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
     qdomZ = query_domZ(qhits, domZ)
+    qname, qacc = q.name, q.accession or "-"
+    exp = math.exp
     out = []
     for h in qhits:
-        doms = [d for d in h.domains if d.reported] if h.reported else []
+        if not h.reported:
+            continue
+        doms = [d for d in h.domains if d.reported]
+        if not doms:
+            continue
+        n, tname, tacc, desc = len(doms), h.target_name, h.target_acc or "-", h.target_desc or "-"
+        hit_E, hit_score, hit_bias = exp(h.lnP) * Z, h.score, seq_bias_bits(h)
+        head, head_LM = None, None
         for nd, d in enumerate(doms, 1):
             a = d.alignment
-            out.append(_DOM_ROW % (
-                tnamew, h.target_name, taccw, h.target_acc or "-", a.L, qnamew, q.name, qaccw, q.accession or "-",
-                a.M, math.exp(h.lnP) * Z, h.score, seq_bias_bits(h), nd, len(doms), math.exp(d.lnP) * qdomZ,
-                math.exp(d.lnP) * Z, d.score, d.bias, a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, d.env_from,
-                d.env_to, d.acc, h.target_desc or "-"))
+            if (a.L, a.M) != head_LM:  # (the same for every domain of a hit)
+                head_LM = (a.L, a.M)
+                head = _DOM_HIT % (tnamew, tname, taccw, tacc, a.L, qnamew, qname, qaccw, qacc, a.M, hit_E,
+                                   hit_score, hit_bias)
+            lnP = d.lnP
+            out.append(_DOM_ROW % (head, nd, n, exp(lnP) * qdomZ, exp(lnP) * Z, d.score, d.bias, a.hmm_from,
+                                   a.hmm_to, a.ali_from, a.ali_to, d.env_from, d.env_to, d.acc, desc))
     return out
 
 
@@ -392,18 +404,38 @@ def _pfamtblout_rows(qhits, Z: float, inc_by_E: bool) -> list[str]:
     return out
 
 
-def per_query_hits(hits, queries, inc_by_E, first: int = 0):
+class QueryHits(list):
+    """:func:`per_query_hits`' answer, kept to write several outputs of the same hits: passed as the
+    writers' ``hits`` (:func:`write_tblout` ...), it is used as it is (its ``inc_by_E`` must be theirs)."""
+
+    def __init__(self, items, inc_by_E: bool):
+        super().__init__(items)
+        self.inc_by_E = inc_by_E
+
+
+def per_query_hits(hits, queries, inc_by_E, first: int = 0) -> QueryHits:
     """(QueryInfo, that query's hits in HMMER's order) per query, in model order; hits checked first.
 
-    ``queries``: the models numbered ``first``, ``first + 1``, ... (a block of a whole search's)."""
-    groups: dict[int, list[Hit]] = {}
+    ``queries``: the models numbered ``first``, ``first + 1``, ... (a block of a whole search's).
+    The hits are sorted at once (:func:`hit_order` by model), not query by query."""
+    if isinstance(hits, QueryHits):
+        if hits.inc_by_E != inc_by_E:
+            raise ValueError("per_query_hits: hits sorted for another inc_by_E")
+        return hits
     for i, h in enumerate(hits):
         if not isinstance(h, Hit):
             raise TypeError(f"hits[{i}]: expected a hmmcascade.results.Hit, got {type(h).__name__}")
         if h.reported and not 0 <= h.best_domain < len(h.domains):
             raise ValueError(f"hit {h.model_name} x {h.target_name}: best_domain {h.best_domain} is not one of "
                              f"its {len(h.domains)} domains")
-        groups.setdefault(h.model, []).append(h)
+    groups: dict[int, list[Hit]] = {}
+    for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist():  # (each model's hits in HMMER's order)
+        h = hits[i]
+        group = groups.get(h.model)
+        if group is None:
+            groups[h.model] = [h]
+        else:
+            group.append(h)
     if queries is None:
         models = sorted(groups)
         queries = {m: QueryInfo(groups[m][0].model_name, groups[m][0].model_acc, "", groups[m][0].model_length)
@@ -415,7 +447,7 @@ def per_query_hits(hits, queries, inc_by_E, first: int = 0):
             if m not in queries or queries[m].name != group[0].model_name:
                 raise ValueError(f"hit {group[0].model_name} x {group[0].target_name}: model {m} is not that "
                                  f"query among the {len(queries)} queries given")
-    return [(queries[m], sort_hits(groups.get(m, []), inc_by_E=inc_by_E)) for m in models]
+    return QueryHits([(queries[m], groups.get(m, [])) for m in models], inc_by_E)
 
 
 def _table_widths(q: QueryInfo, qhits) -> tuple[int, int, int, int]:
