@@ -241,7 +241,7 @@ def _path_engine(casc, device, default_db, path, budget=None):
 
 @pytest.mark.parametrize("budget", [None, 1 << 22])
 def test_group_envelope_kernel_equals_serial(wg_jobs, device, default_db, budget):
-    """envelope_wg (a work-group per envelope: rows spread over the work-items, chains walked by one)
+    """envelope_wg (a work-group per envelope: rows spread over the work-items, chains walked by four)
     gives envelope's results bit for bit: scores, null2 odds, OA traces and posteriors."""
     casc, batch, jobs, ref = wg_jobs
     eng = _path_engine(casc, device, default_db, "wg", budget)

@@ -1412,13 +1412,17 @@ __kernel void region_forward_wide(
  * sums, the null2 column and lane sums) is taken in the same order as there.  What is
  * independent across the nodes of a row (M and I cells, decoding, the column sums) is spread
  * over the group's work-items, word q (4 nodes) to work-item q mod G, so a warp reads and
- * writes consecutive words; what is a chain across the nodes of a row is walked by work-item 0
- * from operands the others left in local memory:
+ * writes consecutive words; what is a chain across the nodes of a row is walked from operands
+ * the others left in local memory, one HMMER lane (striped vector component) by each of
+ * work-items 0..3, whose passes exchange their carries through local memory:
  *   Forward   D(k) = M(k-1) tMD(k-1) + D(k-1) tDD(k-1), the lane sums of M and D (xE);
- *   Backward  D(k) = M'(k+1) tDM(k+1) + (D(k+1) tDD(k) + xE), M(k) = ... + D(k+1) tMD(k), the
- *             lane sums of the next B; rows L and 0 whole;
+ *   Backward  D(k) = M'(k+1) tDM(k+1) + (D(k+1) tDD(k) + xE), the lane sums of the next B (and
+ *             M(k) = ... + D(k+1) tMD(k) by every work-item); rows L and 0 whole, by work-item 0;
+ * by work-item 0 alone:
  *   OA        D(k) = max(masked M(k-1), masked D(k-1)) and the row's maximum xE;
- * and the specials.  The OA traceback is work-item 0's walk, as in `envelope`.
+ * and the specials.  The OA traceback is work-item 0's walk, as in `envelope`.  (No barrier sits
+ * in a branch: PoCL 3.1 computed wrong values with one behind a condition that was the same for
+ * the whole group.)
  *
  * Scratch: the full layout of `envelope` with ws = 1 (each job's rows contiguous at
  * scr + scr_off[job]).  Local memory: lw, 3 W / 4 + 2 float4 words for the launch's largest W.
@@ -1432,6 +1436,8 @@ __kernel void region_forward_wide(
 __kernel void envelope_wg(
     ENVELOPE_JOB_ARGS, __local float4 *lw)
 {
+    __local float lane_f[4];   /* the Forward chains' lane carries and sums */
+    __local int lane_i[4];     /* and their passes' "changed" flags */
     const int j = (int) (get_num_groups(0) - 1 - get_group_id(0));
     if (j >= n_jobs) return;   /* the whole group */
     const int lid = (int) get_local_id(0), G = (int) get_local_size(0);
@@ -1501,47 +1507,54 @@ __kernel void envelope_wg(
             LW4(lb, q) = sv;
         }
         WG_SYNC();
-        if (lid == 0) {   /* HMMER's striped D->D passes and E's lane sums (as forward_matrix_striped) */
-            for (int k = M + 1; k <= W; k++) lc[k - 1] = 0.0f;
-            float cend[4];
-            for (int l = 0; l < 4; l++) {   /* first pass, inside each striped lane */
-                float dc = 0.0f;
+        /* HMMER's striped D->D passes and E's lane sums (as forward_matrix_striped): lane l of the
+         * chains by work-item l (0..3), the lanes' carries and "changed" flags through local memory */
+        for (int k = M + 1 + lid; k <= W; k += G) lc[k - 1] = 0.0f;
+        float dc = 0.0f;
+        if (lid < 4) {   /* first pass, inside the lane */
+            for (int q = 0; q < Q; q++) {
+                const int k = lid * Q + q + 1;
+                if (k > M) { dc = 0.0f; continue; }
+                const float a = (k > 1) ? la[k - 2] : 0.0f;   /* M(k-1) tMD(k-1) */
+                const float d = (q == 0) ? a : dc + a;
+                lc[k - 1] = d;
+                dc = d * TR(t, k, T_DD);
+            }
+        }
+        int passing = 1;   /* HMMER's lane-crossing passes not ended yet (no barrier is skipped) */
+        for (int jp = 1; jp < 4; jp++) {   /* the lane-crossing passes (cut short for M >= 100) */
+            if (lid < 4) lane_f[lid] = dc;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            float c = (lid > 0 && lid < 4) ? lane_f[lid - 1] : 0.0f;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            int changed = 0;
+            if (passing && lid < 4) {
                 for (int q = 0; q < Q; q++) {
-                    const int k = l * Q + q + 1;
-                    if (k > M) { dc = 0.0f; continue; }
-                    const float a = (k > 1) ? la[k - 2] : 0.0f;   /* M(k-1) tMD(k-1) */
-                    const float d = (q == 0) ? a : dc + a;
-                    lc[k - 1] = d;
-                    dc = d * TR(t, k, T_DD);
+                    const int k = lid * Q + q + 1;
+                    if (k > M) { c = 0.0f; continue; }
+                    const float old = lc[k - 1];
+                    const float nv = c + old;
+                    if (nv > old) changed = 1;
+                    lc[k - 1] = nv;
+                    c = c * TR(t, k, T_DD);
                 }
-                cend[l] = dc;
+                dc = c;
             }
-            for (int jp = 1; jp < 4; jp++) {   /* the lane-crossing passes (cut short for M >= 100) */
-                const float c1 = cend[0], c2 = cend[1], c3 = cend[2];
-                int changed = 0;
-                for (int l = 0; l < 4; l++) {
-                    float c = (l == 0) ? 0.0f : (l == 1) ? c1 : (l == 2) ? c2 : c3;
-                    for (int q = 0; q < Q; q++) {
-                        const int k = l * Q + q + 1;
-                        if (k > M) { c = 0.0f; continue; }
-                        const float old = lc[k - 1];
-                        const float nv = c + old;
-                        if (nv > old) changed = 1;
-                        lc[k - 1] = nv;
-                        c = c * TR(t, k, T_DD);
-                    }
-                    cend[l] = c;
-                }
-                if (M >= 100 && !changed) break;
-            }
-            float acc[4];
-            for (int l = 0; l < 4; l++) {   /* E: each lane's M cells, then its D cells */
-                float a = 0.0f;
-                for (int q = 0; q < Q; q++) { const int k = l * Q + q + 1; if (k <= M) a = a + lb[k - 1]; }
-                for (int q = 0; q < Q; q++) { const int k = l * Q + q + 1; if (k <= M) a = a + lc[k - 1]; }
-                acc[l] = a;
-            }
-            xE = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            if (lid < 4) lane_i[lid] = changed;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const int any = lane_i[0] | lane_i[1] | lane_i[2] | lane_i[3];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (M >= 100 && !any) passing = 0;
+        }
+        if (lid < 4) {   /* E: each lane's M cells, then its D cells */
+            float a = 0.0f;
+            for (int q = 0; q < Q; q++) { const int k = lid * Q + q + 1; if (k <= M) a = a + lb[k - 1]; }
+            for (int q = 0; q < Q; q++) { const int k = lid * Q + q + 1; if (k <= M) a = a + lc[k - 1]; }
+            lane_f[lid] = a;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {   /* the specials */
+            xE = (lane_f[0] + lane_f[1]) + (lane_f[2] + lane_f[3]);
             xN = xN * nloop;
             xC = xC * nloop + xE * emove;
             xJ = xJ * nloop + xE * eloop;
@@ -1679,49 +1692,60 @@ __kernel void envelope_wg(
             LW4(lc, q) = up ? *(__global const float4 *) (en + q * ews) : (float4) (0.0f);
         }
         WG_SYNC();
-        if (lid == 0) {   /* HMMER's striped D->D passes, the M cells that take D(k+1), the next B's lane sums */
-            /* la: M(k) before its D(k+1) term (E added); lb: D(k) = M(i+1,k+1) e tDM(k+1); lc: e(x_i, k) */
-            float cend[4];
-            for (int l = 0; l < 4; l++) {   /* first pass: D + (D(k+1) tDD + E), inside each lane */
-                const int kn = (l + 1) * Q + 1;   /* the next lane's first node */
-                float dp = (l < 3) ? ((kn <= M) ? lb[kn - 1] + xE : xE) : 0.0f, dc = 0.0f;
+        /* HMMER's striped D->D passes (lane l by work-item l, 0..3), the M cells that take D(k+1), the
+         * next B's lane sums.  la: M(k) before its D(k+1) term (E added); lb: D(k) = M(i+1,k+1) e
+         * tDM(k+1); lc: e(x_i, k) */
+        float dcb = 0.0f, dpb = 0.0f;
+        if (lid < 4) {   /* the next lane's first D, before that lane's own pass changes it */
+            const int kn = (lid + 1) * Q + 1;
+            dpb = (lid < 3) ? ((kn <= M) ? lb[kn - 1] + xEr : xEr) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < 4) {   /* first pass: D + (D(k+1) tDD + E), inside the lane */
+            float dp = dpb, dc = 0.0f;
+            for (int q = Q - 1; q >= 0; q--) {
+                const int k = lid * Q + q + 1;
+                dc = dp * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
+                if (k <= M) { const float d = lb[k - 1] + (dc + xEr); lb[k - 1] = d; dp = d; }
+                else dp = dc + xEr;
+            }
+            dcb = dc;
+        }
+        for (int jp = 1; jp < 4; jp++) {   /* three lane-crossing passes */
+            if (lid < 4) lane_f[lid] = dcb;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            float c = (lid < 3) ? lane_f[lid + 1] : 0.0f;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid < 4) {
                 for (int q = Q - 1; q >= 0; q--) {
-                    const int k = l * Q + q + 1;
-                    dc = dp * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
-                    if (k <= M) { const float d = lb[k - 1] + (dc + xE); lb[k - 1] = d; dp = d; }
-                    else dp = dc + xE;
+                    const int k = lid * Q + q + 1;
+                    c = c * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
+                    if (k <= M) lb[k - 1] = lb[k - 1] + c;
                 }
-                cend[l] = dc;
+                dcb = c;
             }
-            for (int jp = 1; jp < 4; jp++) {   /* three lane-crossing passes */
-                const float c0 = cend[1], c1 = cend[2], c2 = cend[3];
-                for (int l = 0; l < 4; l++) {
-                    float c = (l == 0) ? c0 : (l == 1) ? c1 : (l == 2) ? c2 : 0.0f;
-                    for (int q = Q - 1; q >= 0; q--) {
-                        const int k = l * Q + q + 1;
-                        c = c * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
-                        if (k <= M) lb[k - 1] = lb[k - 1] + c;
-                    }
-                    cend[l] = c;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 1 + lid; k <= W; k += G) {   /* M + D(k+1) tMD(k), then the scale */
+            if (k > M) { la[k - 1] = 0.0f; continue; }
+            la[k - 1] = (la[k - 1] + ((k < M) ? lb[k] : 0.0f) * TR(t, k, T_MD)) * s;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);   /* (every D(k+1) read before the D cells are scaled) */
+        for (int k = 1 + lid; k <= W; k += G) lb[k - 1] = (k <= M) ? lb[k - 1] * s : 0.0f;
+        {   /* B(i-1)'s lane sums, descending, as HMMER's next row (row 1: none) */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid < 4) {
+                float a2 = 0.0f;
+                for (int q = Q - 1; q >= 0; q--) {
+                    const int k = lid * Q + q + 1;
+                    if (k <= M) a2 = a2 + (la[k - 1] * lc[k - 1]) * TR(t, k, T_BM);
                 }
+                lane_f[lid] = a2;
             }
-            for (int k = 1; k <= W; k++) {   /* M + D(k+1) tMD(k), then the scale */
-                if (k > M) { la[k - 1] = 0.0f; lb[k - 1] = 0.0f; continue; }
-                la[k - 1] = la[k - 1] + ((k < M) ? lb[k] : 0.0f) * TR(t, k, T_MD);
-            }
-            for (int k = 1; k <= M; k++) { la[k - 1] = la[k - 1] * s; lb[k - 1] = lb[k - 1] * s; }
-            if (up) {   /* B(i-1)'s lane sums, descending, as HMMER's next row */
-                float acc[4];
-                for (int l = 0; l < 4; l++) {
-                    float a2 = 0.0f;
-                    for (int q = Q - 1; q >= 0; q--) {
-                        const int k = l * Q + q + 1;
-                        if (k <= M) a2 = a2 + (la[k - 1] * lc[k - 1]) * TR(t, k, T_BM);
-                    }
-                    acc[l] = a2;
-                }
-                xbn = (float4) (acc[0], acc[1], acc[2], acc[3]);
-            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0 && up) xbn = (float4) (lane_f[0], lane_f[1], lane_f[2], lane_f[3]);
+        }
+        if (lid == 0) {   /* the specials */
             if (sc > 1.0f) { xE = xE / sc; xN = xN / sc; xJ = xJ / sc; xB = xB / sc; xC = xC / sc; }
             BX(i, XSCALE) = sc;
             BX(i, XE) = xE; BX(i, XN) = xN; BX(i, XJ) = xJ; BX(i, XB) = xB; BX(i, XC) = xC;
