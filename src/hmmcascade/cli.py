@@ -195,24 +195,24 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
     inc_by_E = th.cut is None and th.incT is None
     command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     common = dict(Z=Z, queries=queries, inc_by_E=inc_by_E, query_file=query_file, target_file=target_file)
-    records = hits
-    if paths["-o"] != os.devnull or args.tblout or args.domtblout or args.pfamtblout:
-        hits = per_query_hits(hits, queries, inc_by_E)  # (sorted once for every table)
-    if paths["-o"] != os.devnull:  # (-o /dev/null: no main output, none made)
-        write_alignments(paths["-o"], hits, domZ=th.domZ, textw=0 if args.notextw else args.textw,
+    main = paths["-o"] != os.devnull  # (-o /dev/null: no main output, none made)
+    if main or args.tblout or args.domtblout or args.pfamtblout:
+        by_query = per_query_hits(hits, queries, inc_by_E)  # (sorted once for every table)
+    if main:
+        write_alignments(paths["-o"], by_query, domZ=th.domZ, textw=0 if args.notextw else args.textw,
                          show_alignments=not args.noali, show_accessions=args.acc,
                          settings=_main_output_settings(args), **common)
     if args.tblout:
-        write_tblout(args.tblout, hits, command=command, **common)
+        write_tblout(args.tblout, by_query, command=command, **common)
     if args.domtblout:
-        write_domtblout(args.domtblout, hits, domZ=th.domZ, command=command, **common)
+        write_domtblout(args.domtblout, by_query, domZ=th.domZ, command=command, **common)
     if args.pfamtblout:
-        write_pfamtblout(args.pfamtblout, hits, command=command, **common)
+        write_pfamtblout(args.pfamtblout, by_query, command=command, **common)
     if args.pfamscan or args.gff3 or args.ipr_tsv or args.protein_summary:
         from .annotate import (sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
                                write_protein_summary)
 
-        reported = [h for h in records if h.reported]
+        reported = [h for h in hits if h.reported]
         if args.pfamscan:
             write_pfam_scan(args.pfamscan, reported, families)
         if args.gff3:

@@ -326,35 +326,24 @@ def _domtblout_head(q: QueryInfo, qhits) -> list[str]:
     ]
 
 
-#: a domtblout row: the hit's columns (formatted once a hit), then the domain's
-_DOM_HIT = "%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f "
-_DOM_ROW = "%s%3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d %4.2f %s"
+_DOM_ROW = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d %5d %5d %5d %5d "
+            "%4.2f %s")
 
 
 def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None) -> list[str]:
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
     qdomZ = query_domZ(qhits, domZ)
-    qname, qacc = q.name, q.accession or "-"
-    exp = math.exp
     out = []
     for h in qhits:
-        if not h.reported:
-            continue
-        doms = [d for d in h.domains if d.reported]
-        if not doms:
-            continue
-        n, tname, tacc, desc = len(doms), h.target_name, h.target_acc or "-", h.target_desc or "-"
-        hit_E, hit_score, hit_bias = exp(h.lnP) * Z, h.score, seq_bias_bits(h)
-        head, head_LM = None, None
+        doms = [d for d in h.domains if d.reported] if h.reported else []
+        hit_E, hit_bias = (math.exp(h.lnP) * Z, seq_bias_bits(h)) if doms else (0.0, 0.0)  # (once a hit)
         for nd, d in enumerate(doms, 1):
             a = d.alignment
-            if (a.L, a.M) != head_LM:  # (the same for every domain of a hit)
-                head_LM = (a.L, a.M)
-                head = _DOM_HIT % (tnamew, tname, taccw, tacc, a.L, qnamew, qname, qaccw, qacc, a.M, hit_E,
-                                   hit_score, hit_bias)
-            lnP = d.lnP
-            out.append(_DOM_ROW % (head, nd, n, exp(lnP) * qdomZ, exp(lnP) * Z, d.score, d.bias, a.hmm_from,
-                                   a.hmm_to, a.ali_from, a.ali_to, d.env_from, d.env_to, d.acc, desc))
+            out.append(_DOM_ROW % (
+                tnamew, h.target_name, taccw, h.target_acc or "-", a.L, qnamew, q.name, qaccw, q.accession or "-",
+                a.M, hit_E, h.score, hit_bias, nd, len(doms), math.exp(d.lnP) * qdomZ,
+                math.exp(d.lnP) * Z, d.score, d.bias, a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, d.env_from,
+                d.env_to, d.acc, h.target_desc or "-"))
     return out
 
 
@@ -430,12 +419,7 @@ def per_query_hits(hits, queries, inc_by_E, first: int = 0) -> QueryHits:
                              f"its {len(h.domains)} domains")
     groups: dict[int, list[Hit]] = {}
     for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist():  # (each model's hits in HMMER's order)
-        h = hits[i]
-        group = groups.get(h.model)
-        if group is None:
-            groups[h.model] = [h]
-        else:
-            group.append(h)
+        groups.setdefault(hits[i].model, []).append(hits[i])
     if queries is None:
         models = sorted(groups)
         queries = {m: QueryInfo(groups[m][0].model_name, groups[m][0].model_acc, "", groups[m][0].model_length)
