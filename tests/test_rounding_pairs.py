@@ -142,14 +142,19 @@ def test_hmmer_itself_flips_to_our_row_under_a_rounding_sized_perturbation(pair)
     rng = np.random.default_rng(7)
     seen = set()
     for _ in range(32):
-        h = hmm.copy()
-        me = np.asarray(h.match_emissions)
-        me *= (1 + eps * rng.standard_normal(me.shape)).astype(np.float32)
-        me /= me.sum(axis=1, keepdims=True)
-        seen.add(row(h))
+        seen.add(row(_perturbed(hmm, eps, rng)))
         if our_row in seen:
             break
     assert our_row in seen, seen
+
+
+def _perturbed(hmm, eps: float, rng):
+    """A copy of ``hmm`` whose match emissions are multiplied by 1 + eps N(0, 1), then renormalised."""
+    h = hmm.copy()
+    me = np.asarray(h.match_emissions)
+    me *= (1 + eps * rng.standard_normal(me.shape)).astype(np.float32)
+    me /= me.sum(axis=1, keepdims=True)
+    return h
 
 
 # -- the region Forward matrices (issue 26, found 2026-11-26 on an H100) -------------------------------------
@@ -251,11 +256,7 @@ def test_hmmer_itself_prints_our_value_under_a_rounding_sized_perturbation(pair)
     for eps in (1e-6, 1e-5):
         rng = np.random.default_rng(7)
         for _ in range(16):
-            h = hmm.copy()
-            me = np.asarray(h.match_emissions)
-            me *= (1 + eps * rng.standard_normal(me.shape)).astype(np.float32)
-            me /= me.sum(axis=1, keepdims=True)
-            seen.add(_printed(h, seqs, pair))
+            seen.add(_printed(_perturbed(hmm, eps, rng), seqs, pair))
             if our_value in seen:
                 return
     assert our_value in seen, seen
