@@ -309,6 +309,28 @@ def test_wide_forward_matrices_equal_serial_bit_for_bit(default_regions, monkeyp
         assert np.array_equal(F0, F1) and np.array_equal(x0, x1), r
 
 
+def test_wide_forward_takes_lanes_where_a_row_outgrows_local_memory(default_regions, monkeypatch):
+    """region_forward_wide keeps a row's M and D cells of the lanes in local memory (the chains' operands);
+    a chunk whose longest model's row would not fit the device's local memory is launched with
+    region_forward_lanes instead: the same floats.  Here every chunk is made to outgrow it (lanes), then
+    none (wide)."""
+    ref, _ = forward_matrices(default_regions, monkeypatch, "serial")
+    ens = default_regions.engine.ensembles
+    real_bytes = multidomain.wide_row_bytes
+    for limit, expect in ((0, {"lanes"}), (1 << 20, {"wide"})):
+        calls = []
+        monkeypatch.setattr(multidomain, "wide_row_bytes",
+                            lambda M, limit=limit: 1 << 40 if M > limit else real_bytes(M))
+        for name, kern in (("wide", ens.k_forward_wide), ("lanes", ens.k_forward_lanes)):
+            monkeypatch.setattr(ens, f"k_forward_{name}", (lambda n, k: lambda *a: calls.append(n) or k(*a))(name, kern))
+        got, _ = forward_matrices(default_regions, monkeypatch, "wide")
+        assert set(calls) == expect, (limit, set(calls))
+        assert len(got) == len(ref) == len(default_regions)
+        for r in ref:
+            (F0, x0), (F1, x1) = ref[r], got[r]
+            assert np.array_equal(F0, F1) and np.array_equal(x0, x1), r
+
+
 def test_warp_forward_regions_equal_python(default_regions, default_reference, monkeypatch):
     """region_forward="warp": the device ensembles equal ensemble.py's on the same (warp)
     matrices bit for bit, with no host fallback; against the serial matrices' results (default_reference)

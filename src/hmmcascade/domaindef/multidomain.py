@@ -128,6 +128,12 @@ def region_lanes(dev) -> int:
     return REGION_LANES
 
 
+def wide_row_bytes(M: int) -> int:
+    """region_forward_wide's local memory for models of up to ``M`` nodes: a row's M and D cells of
+    the four lanes' Q nodes each (Q = max(2, ceil(M / 4)))."""
+    return 4 * 2 * 4 * max(2, (M - 1) // 4 + 1)
+
+
 def _forward_runs(Wc: np.ndarray, warp: bool) -> list[tuple[np.ndarray | None, int]]:
     """The Forward launches of a chunk whose regions' models have ``Wc`` nodes (rounded up to 4):
     ``(positions in the chunk, C)``, C = 0 for envelope's mode 0; positions None: the whole chunk.
@@ -333,6 +339,8 @@ class RegionEnsembles:
                     dev.scratch(16)]  # (display: full mode)
             keep += [d_seq, d_model, d_start, d_len, d_xfm, d_scr_off]
             evs_f = []
+            wide_bytes = wide_row_bytes(int(M[idx].max()))
+            wide_fits = wide_bytes <= dev.local_mem_bytes - 1024
             for pos, c in _forward_runs(W[idx], fwd_path == "warp"):
                 jobs = (d_seq, d_model, d_start, d_len, d_xfm)
                 run_off, kr = d_scr_off, k
@@ -348,9 +356,11 @@ class RegionEnsembles:
                         scr, run_off, *keep[:8])
                 if c:  # a warp per region, C nodes per lane
                     evs_f.append(self.k_forward_warp[c](q, (kr * 32,), (32,), *args))
-                elif fwd_path == "wide":  # a work-group per region: cells in parallel, chains by four
-                    evs_f.append(self.k_forward_wide(q, (kr * WIDE_LOCAL,), (WIDE_LOCAL,), *args))
-                elif fwd_path == "lanes":  # four work-items per region, LANES_REGIONS regions a work-group
+                elif fwd_path == "wide" and wide_fits:  # a work-group per region: cells in parallel, chains by four
+                    evs_f.append(self.k_forward_wide(q, (kr * WIDE_LOCAL,), (WIDE_LOCAL,), *args,
+                                                     cl.LocalMemory(wide_bytes)))
+                elif fwd_path in ("lanes", "wide"):  # four work-items per region, LANES_REGIONS regions a work-group
+                    # (wide's models too long for its row in local memory: lanes, the same floats)
                     g = LANES_REGIONS
                     evs_f.append(self.k_forward_lanes(q, (-(-kr // g) * 4 * g,), (4 * g,), *args))
                 else:

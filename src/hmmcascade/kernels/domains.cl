@@ -1267,12 +1267,16 @@ __kernel void region_forward_lanes(
  * every node at once, node k by work-item (k - 1) mod G.  What is a chain in HMMER's order is walked
  * by work-items 0..3, one per lane, as region_forward_lanes walks it: the lane's sum of its M cells
  * (q ascending), the D->D chain and the lane-crossing passes, then the D cells added to that sum,
- * and E = (a0 + a1) + (a2 + a3).  The same floats as region_forward_lanes and envelope's mode 0;
- * the same arguments and outputs.  Job = the group number, reversed (largest first).
+ * and E = (a0 + a1) + (a2 + a3).  Those chains read and write the row's M and D cells in local
+ * memory (`row`: 2 x 4 Q floats, Q of the launch's longest model; the host launches region_forward_lanes
+ * where they do not fit), so a chain step waits on local memory, not on a global store made by another
+ * work-item; the D cells are stored to the matrix when the chains end, rescaled where the row is.
+ * The same floats as region_forward_lanes and envelope's mode 0; the same arguments and outputs, and
+ * `row`.  Job = the group number, reversed (largest first).
  * --------------------------------------------------------------------------------------------- */
 #if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void region_forward_wide(
-    ENVELOPE_JOB_ARGS)
+    ENVELOPE_JOB_ARGS, __local float *row)
 {
     __local float xf[4], xend[4];
     __local int xi[4];
@@ -1294,6 +1298,8 @@ __kernel void region_forward_wide(
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
     const long mrow = 3 * W, x0 = (long) (L + 1) * 3 * W;
     const int k0 = c * Q + 1;                      /* (work-items 0..3) the lane's first node */
+    /* the current row's M and D cells of the 4 Q lane nodes (0 past M), in local memory for the chains */
+    __local float *rm = row, *rd = row + 4 * Q;
 #define LC(r, st, k) p[(r) + (long) (st) * W + (k) - 1]
 #define LLD(r, st, k) ((k) <= M ? LC(r, st, k) : 0.0f)
 #define LTR(k, t) ((k) <= M ? TR(tsc_m, k, t) : 0.0f)
@@ -1322,24 +1328,25 @@ __kernel void region_forward_wide(
             sv = sv + dpv * LTR(k, T_DM);
             sv = sv * LEM(k);
             const float dcv = sv * LTR(k, T_MD);
+            rm[k - 1] = k <= M ? sv : 0.0f;
             if (k <= M) {
                 LC(rc, 0, k) = sv;
                 const float iv = LLD(rp, 0, k) * LTR(k, T_MI);
                 LC(rc, 1, k) = iv + LLD(rp, 1, k) * LTR(k, T_II);
-                if (q == 0) LC(rc, 2, k) = 0.0f;
             }
-            if (q < Q - 1) { if (k + 1 <= M) LC(rc, 2, k + 1) = dcv; }
+            if (q == 0) rd[k - 1] = 0.0f;
+            if (q < Q - 1) rd[k] = k + 1 <= M ? dcv : 0.0f;
             else xend[(k - 1) / Q] = dcv;         /* the lane's last: right-shifted into the next lane */
         }
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE);
         float xEv = 0.0f, dcv = 0.0f;
         if (lid < 4) {
-            for (int q = 0; q < Q; q++) xEv = xEv + LLD(rc, 0, k0 + q);
+            for (int q = 0; q < Q; q++) xEv = xEv + rm[k0 + q - 1];
             dcv = c ? xend[c - 1] : 0.0f;
             for (int q = 0; q < Q; q++) {
                 const int k = k0 + q;
-                const float d = dcv + (q == 0 ? 0.0f : LLD(rc, 2, k));
-                if (k <= M) LC(rc, 2, k) = d;
+                const float d = dcv + (q == 0 ? 0.0f : rd[k - 1]);
+                rd[k - 1] = k <= M ? d : 0.0f;
                 dcv = d * LTR(k, T_DD);
             }
         }
@@ -1353,10 +1360,10 @@ __kernel void region_forward_wide(
             if (passing && lid < 4)
                 for (int q = 0; q < Q; q++) {
                     const int k = k0 + q;
-                    const float old = LLD(rc, 2, k);
+                    const float old = rd[k - 1];
                     const float sv = dcv + old;
                     cv = cv | (sv > old);
-                    if (k <= M) LC(rc, 2, k) = sv;
+                    rd[k - 1] = k <= M ? sv : 0.0f;
                     dcv = dcv * LTR(k, T_DD);
                 }
             /* M >= 100: a pass that changed no D in any lane is the last (HMMER's early end) */
@@ -1367,10 +1374,10 @@ __kernel void region_forward_wide(
             if (M >= 100 && !any_cv) passing = 0;
         }
         if (lid < 4) {
-            for (int q = 0; q < Q; q++) xEv = LLD(rc, 2, k0 + q) + xEv;
+            for (int q = 0; q < Q; q++) xEv = rd[k0 + q - 1] + xEv;
             xf[lid] = xEv;
         }
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* (the lanes' D cells, before the rescaling) */
+        barrier(CLK_LOCAL_MEM_FENCE);              /* (the lanes' D cells, before they are stored) */
         xE = (xf[0] + xf[1]) + (xf[2] + xf[3]);
         xN = xN * nloop;
         xC = xC * nloop + xE * emove;
@@ -1380,14 +1387,15 @@ __kernel void region_forward_wide(
         if (xE > 1.0e4f) {
             xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
             const float sc = inv_as_hmmer(xE);
-            for (int k = 1 + lid; k <= M; k += G) {
-                LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc; LC(rc, 2, k) = LC(rc, 2, k) * sc;
+            for (int k = 1 + lid; k <= M; k += G) {   /* (the node's M and I cells: this work-item's own) */
+                LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc; LC(rc, 2, k) = rd[k - 1] * sc;
             }
             if (lid == 0) p[xr + XSCALE] = xE;
             totscale = totscale + LOG_AS_HMMER(xE);
             xE = 1.0f;
-        } else if (lid == 0) {
-            p[xr + XSCALE] = 1.0f;
+        } else {
+            for (int k = 1 + lid; k <= M; k += G) LC(rc, 2, k) = rd[k - 1];
+            if (lid == 0) p[xr + XSCALE] = 1.0f;
         }
         if (lid == 0) {
             p[xr + XE] = xE; p[xr + XN] = xN; p[xr + XJ] = xJ;
