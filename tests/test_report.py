@@ -88,3 +88,27 @@ def test_the_tables_people_open_are_in_the_report(report):
         data = base64.b64decode(entry["data_uri"].partition(",")[2])
         assert data == (tmp_path / "results" / name).read_bytes(), name
     assert "results/hmmcascade.alignments.txt" not in results  # (often the largest file: not embedded)
+
+
+def test_the_protein_summary_counts_families_clans_and_domains_per_protein(tmp_path):
+    """read_proteins counts lines by architecture first: the counts are each line's, added up (families by
+    name and accession, a family without an accession by name; clans per protein; proteins per domain count),
+    and a line that is not a summary line is one error naming the file and line."""
+    sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+    try:
+        import report_plots
+    finally:
+        sys.path.pop(0)
+    lines = [("p1", 2, "A B", "PF00001.2 PF00002.1", "CL0001"), ("p2", 1, "A", "PF00001.2", "-"),
+             ("p3", 2, "A B", "PF00001.2 PF00002.1", "CL0001"), ("p4", 3, "C A C", "- PF00001.2 -", "CL0001 CL0002"),
+             ("p5", 2, "A B", "PF00001.2 PF00002.1", "CL0001")]
+    path = tmp_path / "proteins.tsv"
+    path.write_text("# a comment\nprotein\tlength\tdomains\tarchitecture\taccessions\tclans\n"
+                    + "".join(f"{p}\t100\t{n}\t{a}\t{acc}\t{c}\n" for p, n, a, acc, c in lines))
+    counts = report_plots.read_proteins(str(path))
+    assert counts["families"] == {"A (PF00001)": 5, "B (PF00002)": 3, "C": 2}
+    assert counts["clans"] == {"CL0001": 4, "CL0002": 1}
+    assert counts["per_protein"] == {2: 3, 1: 1, 3: 1}
+    path.write_text(path.read_text() + "p6\t100\tx\tA\tPF00001.2\t-\n")
+    with pytest.raises(report_plots.ReportError, match=r"proteins.tsv: line 8: not a protein summary line"):
+        report_plots.read_proteins(str(path))
