@@ -216,3 +216,16 @@ def test_an_error_line_can_name_the_package_frame_it_came_through(tmp_path):
         raise RuntimeError("outside")
     except RuntimeError as exc:
         assert cli._where(exc) == ""
+
+
+def test_devices_build_builds_ahead_on_gpus_only(tmp_path):
+    """`hmmcascade devices --build` names each device it prepared; on a CPU (PoCL) it builds nothing ahead (a
+    search builds its programs there in seconds) and says so; a device it cannot open is one error line."""
+    run = subprocess.run([sys.executable, "-m", "hmmcascade", "devices", "--build", "--device", "cpu"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    line = run.stdout.strip().splitlines()[-1]
+    assert line.startswith("# kernels: 0 program parts built ahead on ") and "(a CPU:" in line, line
+    bad = subprocess.run([sys.executable, "-m", "hmmcascade", "devices", "--build", "--device", "9:9"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

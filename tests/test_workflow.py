@@ -60,8 +60,11 @@ def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
     tbl = (tmp_path / "results/hmmcascade.tblout").read_text().splitlines()
     rows = [line.split() for line in tbl if not line.startswith("#")]
     assert len(rows) == accuracy["hmmcascade_hits"]
-    for rule in ("press_models", "prepare_sequences", "search_batch", "merge_hits", "compare"):
+    for rule in ("press_models", "build_kernels", "prepare_sequences", "search_batch", "merge_hits", "compare"):
         assert any((tmp_path / "logs" / rule).iterdir()), rule
+    # the kernels built ahead on the run's device before the searches (on a CPU: none ahead, said so)
+    built = (tmp_path / "results/prepared/kernels.txt").read_text()
+    assert "program parts built ahead on" in built and "CPU" in built, built
     # one search job at a time on the one GPU (each asks for gpu=1, the default profile gives 1),
     # though --cores 2 would run two of the three at once
     spans = sorted((s["started_at"], s["finished_at"]) for s in (

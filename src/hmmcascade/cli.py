@@ -234,7 +234,32 @@ def cmd_devices(args) -> int:
         dev = open_device(args.device)
         dev.program("msv")
         print(f"# kernels build on: {dev.name}")
+    if args.build:
+        _build_kernels(args.device)
     return 0
+
+
+def _build_kernels(spec: str | None) -> None:
+    """``devices --build``: every program part a search may need, built now on each kind of GPU that
+    ``spec`` names (a set: one device of each name; built programs serve every device of that name and
+    driver), so that the searches that follow (the workflow's, after its build_kernels job) find them
+    in the kernel cache.  On CPUs nothing is built ahead (their builds are fast)."""
+    from .builds import prebuild
+    from .device import open_device
+    from .device_choice import device_set, pick
+
+    specs = device_set(spec or "auto") or [spec or "auto"]
+    names = set()
+    for one in specs:
+        name = pick(one)[0].name.strip()
+        if name in names:
+            continue
+        names.add(name)
+        dev = open_device(one)
+        t0 = time.perf_counter()
+        done = prebuild(dev)
+        print(f"# kernels: {done['parts']} program parts built ahead on {dev.name} in "
+              f"{time.perf_counter() - t0:.1f} s" + ("" if dev.is_gpu else " (a CPU: built when a search needs them)"))
 
 
 def cmd_press(args) -> int:
@@ -407,7 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("devices", help="list OpenCL devices")
     s.add_argument("--check", action="store_true", help="also build a kernel on the chosen device (exit 1 if none)")
-    s.add_argument("--device", default=None, help="device to check (default: auto)")
+    s.add_argument("--build", action="store_true",
+                   help="build every kernel a search may need on the GPUs --device names, now (a cold machine's "
+                        "searches then find them built)")
+    s.add_argument("--device", default=None, help="device to check or build on (default: auto)")
     s.set_defaults(func=cmd_devices)
 
     add_fetch_parser(sub)

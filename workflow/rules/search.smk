@@ -18,9 +18,38 @@ wildcard_constraints:
 GPUS = total_gpus() or 1
 
 
+# (on a cluster, on the host Snakemake runs on: the kernels are built ahead where it has the searches' GPUs;
+# elsewhere the first search on each node builds them, as without this job)
+localrules:
+    build_kernels,
+
+
+rule build_kernels:
+    # the kernels built on the search's GPUs at the start, beside press and prepare (a cold machine's first
+    # search would otherwise build them on the run's critical path; later runs find them in the cache)
+    output:
+        "results/prepared/kernels.txt",
+    params:
+        py=PY,
+        device=device_arg(),
+    conda:
+        ENV
+    log:
+        "logs/build_kernels/build.log",
+    benchmark:
+        "logs/benchmarks/build_kernels.tsv"
+    # no GPU declared: no search can run before it; its build processes last seconds (one core declared:
+    # press and prepare are not held back)
+    threads: 1
+    shell:
+        "{params.py} -m hmmcascade devices --build --device {params.device:q} > {output:q} 2> {log:q}"
+
+
 rule search_batch:
     input:
         models="results/prepared/models.hmmc",
+        # (after the kernels are built: build_kernels)
+        kernels="results/prepared/kernels.txt",
         batch="results/prepared/batch{batch}.npz",
         meta="results/prepared/sequences.json",
     output:
