@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -247,31 +248,47 @@ def write_gff3(path, hits, families: dict[str, PfamFamily] | None = None, *, res
 
 def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
     """Domain ``k`` (1, 2, ...) of its protein; the protein's region and polypeptide first when ``k`` is 1.
-    (Only text is escaped: the numbers' characters are all safe.)"""
-    seqid, attr_id = gff3_ids(a.seq_id)
+    (Only text is escaped: the numbers' characters are all safe.  The protein's and the model's escaped
+    text is made once each: :func:`_gff3_protein`, :func:`_gff3_model`.)"""
+    seqid, attr_id = _gff3_protein(a.seq_id)
     out = []
     if k == 1:
         out.append(f"##sequence-region {seqid} 1 {a.seq_length}")
         out.append("\t".join([seqid, "hmmcascade", "polypeptide", "1", str(a.seq_length), ".", ".", ".",
                               f"ID=protein:{attr_id};Name={attr_id}"]))
-    name = escape(a.hmm_name, attr_safe)
-    column9 = [f"ID=domain:{attr_id}:{k}", f"Parent=protein:{attr_id}", f"Name={name}",
-               # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
-               f"Target={name.replace(' ', '%20')} {a.hmm_from} {a.hmm_to}"]
-    pfam = PFAM_ACCESSION.match(a.hmm_acc)
-    if pfam:
-        column9.append(f"Dbxref=Pfam:{pfam.group(0)}")
-    if a.hmm_acc != "-":
-        column9.append(f"accession={escape(a.hmm_acc, attr_safe)}")
-    column9.append(f"evalue={a.evalue:.2g};hmm_start={a.hmm_from};hmm_end={a.hmm_to};hmm_length={a.hmm_length};"
-                   f"env_start={a.env_from};env_end={a.env_to};significant={int(a.significant)}")
-    if a.type != "-":
-        column9.append(f"type={escape(a.type, attr_safe)}")
-    if a.clan != "No_clan":
-        column9.append(f"clan={escape(a.clan, attr_safe)}")
-    out.append("\t".join([seqid, "hmmcascade", "protein_match", str(a.ali_from), str(a.ali_to),
-                          "%.1f" % a.bits, ".", ".", ";".join(column9)]))
+    head, tail = _gff3_model(a.hmm_name, a.hmm_acc, a.type, a.clan)
+    out.append(f"{seqid}\thmmcascade\tprotein_match\t{a.ali_from}\t{a.ali_to}\t{'%.1f' % a.bits}\t.\t.\t"
+               f"ID=domain:{attr_id}:{k};Parent=protein:{attr_id};{head[0]} {a.hmm_from} {a.hmm_to}{head[1]};"
+               f"evalue={a.evalue:.2g};hmm_start={a.hmm_from};hmm_end={a.hmm_to};hmm_length={a.hmm_length};"
+               f"env_start={a.env_from};env_end={a.env_to};significant={int(a.significant)}{tail}")
     return out
+
+
+@lru_cache(maxsize=4096)
+def _gff3_protein(seq_id: str) -> tuple[str, str]:
+    """:func:`~hmmcascade.gff3.gff3_ids` of a protein (its domains' lines come together)."""
+    return gff3_ids(seq_id)
+
+
+@lru_cache(maxsize=1 << 16)
+def _gff3_model(hmm_name: str, hmm_acc: str, type_: str, clan: str) -> tuple[tuple[str, str], str]:
+    """A model's attributes of its domains' lines: ``("Name=<name>;Target=<name>", ";Dbxref=...;accession=...")``
+    (the Target's hmm coordinates go between the two) and the ``;type=...;clan=...`` tail."""
+    name = escape(hmm_name, attr_safe)
+    # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
+    head = f"Name={name};Target={name.replace(' ', '%20')}"
+    after = []
+    pfam = PFAM_ACCESSION.match(hmm_acc)
+    if pfam:
+        after.append(f"Dbxref=Pfam:{pfam.group(0)}")
+    if hmm_acc != "-":
+        after.append(f"accession={escape(hmm_acc, attr_safe)}")
+    tail = []
+    if type_ != "-":
+        tail.append(f"type={escape(type_, attr_safe)}")
+    if clan != "No_clan":
+        tail.append(f"clan={escape(clan, attr_safe)}")
+    return (head, "".join(";" + x for x in after)), "".join(";" + x for x in tail)
 
 
 _CUT_NAMES = {"ga": "gathering", "tc": "trusted", "nc": "noise"}
