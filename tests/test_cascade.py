@@ -134,6 +134,32 @@ def test_pipelined_batches_give_the_single_batch_records(default_db, default_seq
     assert rows(res) == rows(default_search) and len(res.records) > 0
 
 
+def test_batch_residues_bounds_the_batches_and_changes_no_record(default_db, default_seqs, device, default_search,
+                                                                   monkeypatch):
+    """The option batch_residues caps a batch's residues below a quarter of the search's (PIPELINE_BATCHES):
+    more, smaller batches, each within the cap (a batch of one sequence may pass it), and the same records."""
+    total = int(default_seqs.lengths.sum())
+    cap = total // 9
+    lengths = np.sort(default_seqs.lengths[default_seqs.lengths > 0])
+    plain = scheduler.plan_batches(lengths, 1 << 40, 1 << 30)
+    capped = scheduler.plan_batches(lengths, 1 << 40, 1 << 30, cap)
+    sizes = [int(lengths[a:b].sum()) for a, b in capped]
+    assert len(plain) <= 6 and len(capped) >= 9 and all(n <= cap or b - a == 1 for n, (a, b) in zip(sizes, capped))
+    assert capped[0][0] == 0 and capped[-1][1] == len(lengths) and all(x[1] == y[0] for x, y in zip(capped, capped[1:]))
+    cuts = []
+    real = scheduler.plan_batches
+    monkeypatch.setattr(cascade, "plan_batches", lambda *a: cuts.append(real(*a)) or cuts[-1])
+    res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000),
+                         options=SearchOptions(batch_residues=cap))
+    assert len(cuts[0]) >= 9
+
+    def rows(r):
+        return [(h.model, h.target, h.score, h.evalue, h.reported, h.included,
+                 [(d.env_from, d.env_to, d.score, d.c_evalue, d.reported) for d in h.domains]) for h in r.records]
+
+    assert rows(res) == rows(default_search) and len(res.records) > 0
+
+
 @pytest.mark.parametrize("th", [cascade.Thresholds(Z=2000), cascade.Thresholds(Z=2000, incT=20.0),
                                 cascade.Thresholds(cut="ga")])
 def test_search_order_from_batch_keys_is_hit_order(default_db, default_seqs, device, th):

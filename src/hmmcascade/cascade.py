@@ -447,7 +447,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     order = np.argsort(seqs.lengths, kind="stable")
     order = order[seqs.lengths[order] > 0]
     lengths = seqs.lengths[order]
-    cuts = plan_batches(lengths, batch_cells or cascade.memory.batch_cells, batch_seqs)
+    cuts = plan_batches(lengths, batch_cells or cascade.memory.batch_cells, batch_seqs, cascade.options.batch_residues)
     dev.instrument.mark("cuts", t_start)
     done = 0
     host_s = [0.0]

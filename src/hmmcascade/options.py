@@ -116,6 +116,11 @@ class SearchOptions:
     #: host worker processes for the regions the device leaves to the host (stochastic-trace
     #: clustering); 0: one per CPU, 1: in the search's own process (hmmsearch's --cpu)
     workers: int = 0
+    #: the most residues in one batch of the targets ("auto" or 0: a quarter of the search's residues,
+    #: :data:`hmmcascade.scheduler.PIPELINE_BATCHES`); a smaller bound gives a large search more batches,
+    #: so less of it runs before the pipeline is full and after it empties (each batch's domain stage
+    #: overlaps the next one's filters).  The results are the same for any value
+    batch_residues: int | str = "auto"
     #: the device-memory budget in bytes, or a size such as "40G" (:func:`hmmcascade.planner.parse_size`);
     #: "auto": :data:`hmmcascade.planner.GPU_FRACTION` of a GPU's memory, CPU_FRACTION of a CPU device's
     device_memory: int | str = "auto"
@@ -134,6 +139,9 @@ class SearchOptions:
             object.__setattr__(self, "forward_wg_cells",
                                _count("forward_wg_cells", cells, "a cell count >= 0 or 'auto'"))
         object.__setattr__(self, "workers", _count("workers", self.workers, "a count >= 0 (0: one per CPU)"))
+        br = self.batch_residues
+        object.__setattr__(self, "batch_residues", 0 if isinstance(br, str) and br.strip().lower() == "auto" else
+                           _count("batch_residues", br, "a residue count >= 0 or 'auto'"))
         mem = self.device_memory
         if not (isinstance(mem, str) and mem.strip().lower() == "auto"):
             from .planner import parse_size

@@ -63,11 +63,14 @@ def cut_batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_r
         start = end
 
 
-def plan_batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int) -> list:
+def plan_batches(lengths_sorted: np.ndarray, max_cells: int, max_seqs: int, max_residues: int = 0) -> list:
     """The search's batches ``(start, end)`` of length-sorted targets: at most ``max_cells``
     (sequences x longest length) and ``max_seqs`` each, at least :data:`PIPELINE_BATCHES` where
-    the targets allow (of :data:`MIN_BATCH_RESIDUES` residues or more), the last one tapered."""
+    the targets allow (of :data:`MIN_BATCH_RESIDUES` residues or more), at most ``max_residues``
+    residues each where given (> 0: the option ``batch_residues``), the last one tapered."""
     batch_residues = max(-(-int(np.sum(lengths_sorted, dtype=np.int64)) // PIPELINE_BATCHES), MIN_BATCH_RESIDUES)
+    if max_residues > 0:
+        batch_residues = min(batch_residues, max_residues)
     return taper(list(cut_batches(lengths_sorted, max_cells, max_seqs, batch_residues)), lengths_sorted,
                  batch_residues)
 
