@@ -256,9 +256,9 @@ def _gff3_lines(a: DomainAnnotation, k: int) -> list[str]:
         out.append(f"##sequence-region {seqid} 1 {a.seq_length}")
         out.append("\t".join([seqid, "hmmcascade", "polypeptide", "1", str(a.seq_length), ".", ".", ".",
                               f"ID=protein:{attr_id};Name={attr_id}"]))
-    head, tail = _gff3_model(a.hmm_name, a.hmm_acc, a.type, a.clan)
+    target, refs, tail = _gff3_model(a.hmm_name, a.hmm_acc, a.type, a.clan)
     out.append(f"{seqid}\thmmcascade\tprotein_match\t{a.ali_from}\t{a.ali_to}\t{'%.1f' % a.bits}\t.\t.\t"
-               f"ID=domain:{attr_id}:{k};Parent=protein:{attr_id};{head[0]} {a.hmm_from} {a.hmm_to}{head[1]};"
+               f"ID=domain:{attr_id}:{k};Parent=protein:{attr_id};{target} {a.hmm_from} {a.hmm_to}{refs};"
                f"evalue={a.evalue:.2g};hmm_start={a.hmm_from};hmm_end={a.hmm_to};hmm_length={a.hmm_length};"
                f"env_start={a.env_from};env_end={a.env_to};significant={int(a.significant)}{tail}")
     return out
@@ -271,24 +271,19 @@ def _gff3_protein(seq_id: str) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=1 << 16)
-def _gff3_model(hmm_name: str, hmm_acc: str, type_: str, clan: str) -> tuple[tuple[str, str], str]:
-    """A model's attributes of its domains' lines: ``("Name=<name>;Target=<name>", ";Dbxref=...;accession=...")``
-    (the Target's hmm coordinates go between the two) and the ``;type=...;clan=...`` tail."""
+def _gff3_model(hmm_name: str, hmm_acc: str, type_: str, clan: str) -> tuple[str, str, str]:
+    """A model's attributes of its domains' lines, escaped: ``Name=<name>;Target=<name>`` (the Target's hmm
+    coordinates follow it), ``;Dbxref=...;accession=...`` and ``;type=...;clan=...`` (each part empty where
+    the model has none)."""
     name = escape(hmm_name, attr_safe)
     # (Target's value is "<id> <start> <end>": spaces in the id escaped too)
-    head = f"Name={name};Target={name.replace(' ', '%20')}"
-    after = []
+    target = f"Name={name};Target={name.replace(' ', '%20')}"
     pfam = PFAM_ACCESSION.match(hmm_acc)
-    if pfam:
-        after.append(f"Dbxref=Pfam:{pfam.group(0)}")
-    if hmm_acc != "-":
-        after.append(f"accession={escape(hmm_acc, attr_safe)}")
-    tail = []
-    if type_ != "-":
-        tail.append(f"type={escape(type_, attr_safe)}")
-    if clan != "No_clan":
-        tail.append(f"clan={escape(clan, attr_safe)}")
-    return (head, "".join(";" + x for x in after)), "".join(";" + x for x in tail)
+    refs = (f";Dbxref=Pfam:{pfam.group(0)}" if pfam else "") + \
+        (f";accession={escape(hmm_acc, attr_safe)}" if hmm_acc != "-" else "")
+    tail = (f";type={escape(type_, attr_safe)}" if type_ != "-" else "") + \
+        (f";clan={escape(clan, attr_safe)}" if clan != "No_clan" else "")
+    return target, refs, tail
 
 
 _CUT_NAMES = {"ga": "gathering", "tc": "trusted", "nc": "noise"}
