@@ -38,6 +38,7 @@ in the Pfam database. BMC Bioinformatics 8:298. doi:10.1186/1471-2105-8-298
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
@@ -408,6 +409,29 @@ class AnnotationStream:
             else:
                 self._protein_done()
                 shutil.copyfileobj(part, self.fh, 1 << 20)
+
+    @property
+    def pads_at_close(self) -> bool:
+        """pfam_scan's table of unknown id width: its lines wait until :meth:`close` pads them
+        (:meth:`add_padded_parts` takes parts padded elsewhere)."""
+        return self.kind == "pfamscan" and not self.part and self._spool is not None
+
+    def add_padded_parts(self, paths: list[str], width: int) -> None:
+        """The last parts (whole proteins, in order) as finished lines, their ids padded to ``width``,
+        the widest of all (at least :attr:`width`); the files are removed.  The table is complete:
+        the lines waiting (those of :meth:`add`) are written first, padded to ``width``."""
+        if self._spool is not None:
+            self._width = max(self._width, width)
+            self._spool.seek(0)
+            for line in self._spool:
+                seq_id, _, rest = line.partition("\0")
+                self.fh.write("%-*s" % (self._width, seq_id) + rest)
+            self._spool.close()
+            self._spool = None
+        for path in paths:
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as part:
+                shutil.copyfileobj(part, self.fh, 1 << 20)
+            os.unlink(path)
 
     def _note_lines(self) -> list[str]:
         if not self.note:

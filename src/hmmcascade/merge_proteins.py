@@ -142,6 +142,18 @@ def _part_in_worker(kinds: list[str], r: int, runs: list[str], spool: str, part_
     return files, streams["pfamscan"].width if "pfamscan" in streams else 1
 
 
+def _pad_part(path: str, width: int) -> str:
+    """A pfam_scan part's lines (``id NUL rest``) with their ids padded to ``width`` (a file beside it,
+    which replaces it); its path."""
+    out = path + ".padded"
+    with (open(path, encoding="utf-8", errors="surrogateescape", newline="") as src,
+          open(out, "w", encoding="utf-8", errors="surrogateescape", newline="") as dst):
+        dst.writelines("%-*s" % (width, seq_id) + rest
+                       for seq_id, _, rest in (line.partition("\0") for line in src))
+    os.unlink(path)
+    return out
+
+
 def name_bounds(sources, parts: int) -> list[bytes]:
     """``parts - 1`` protein-name keys that cut the hits' target names into parts of about equal
     size (from a sample of each file's row groups; the cut only balances the work)."""
@@ -179,11 +191,22 @@ def annotation_parts(annotations: dict, runs: list[list[str]], pool, spool: str 
     if annotations and pool is not None:
         futures = [pool.submit(_part_in_worker, list(annotations), r, part, spool, part_rows, unlink)
                    for r, part in enumerate(runs) if part]
+        # pfam_scan's ids are padded to the widest of all parts, known when the last part is written: its
+        # parts wait, and are padded by the workers side by side (not a line at a time here)
+        pfamscan = annotations.get("pfamscan")
+        waiting = [] if pfamscan is not None and pfamscan.pads_at_close else None
         for future in futures:
             files, width = future.result()
             for k, path in files.items():
+                if k == "pfamscan" and waiting is not None:
+                    waiting.append((path, width))
+                    continue
                 annotations[k].add_part(path, width)
                 os.unlink(path)
+        if waiting:
+            width = max([pfamscan.width, *(w for _, w in waiting)])
+            padded = [pool.submit(_pad_part, path, width) for path, _ in waiting]
+            pfamscan.add_padded_parts([future.result() for future in padded], width)
     elif annotations:
         _annotate_runs([path for part in runs for path in part], families, annotations, part_rows)
     for stream in annotations.values():
