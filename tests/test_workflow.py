@@ -208,11 +208,13 @@ def test_jobs_share_the_machine_by_its_gpus(tmp_path, small_inputs):
     """With N GPUs (--resources gpu=N) N searches end together: pyhmmer's sample is budgeted on the searches'
     wall time (3 model shards: 3 rounds of searches on one GPU, the default profile's, 2 on two, 1 on three
     or more: reference's --search-scale), each shard's merge gets (cores - 3 N) / N threads so that N run side
-    by side, and the final merge every core (dry runs on 32 cores)."""
+    by side, and the final merge every core (dry runs on 32 cores); one GPU listed twice (two searches share it,
+    gpu=2) counts once for the merges, whose searches end one after the other."""
     hmm_path, seq_path = small_inputs
-    config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path),
-                     shards={"models": 3, "sequences": 1}, compare={"mode": "sample"})
-    for gpus, scale, merge_threads in ((None, 3, 29), (2, 2, 13), (3, 1, 7), (8, 1, 1)):
+    for gpus, scale, merge_threads, device in ((None, 3, 29, "auto"), (2, 2, 13, "auto"), (3, 1, 7, "auto"),
+                                               (8, 1, 1, "auto"), (2, 2, 26, ["0:0", "0:0"])):
+        config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path),
+                         shards={"models": 3, "sequences": 1}, compare={"mode": "sample"}, device=device)
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
                "--configfile", str(config), "--cores", "32", "--dry-run", "--printshellcmds", "--forceall",
                *(["--resources", f"gpu={gpus}"] if gpus else [])]

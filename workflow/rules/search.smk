@@ -16,6 +16,9 @@ wildcard_constraints:
 
 #: the GPUs the searches share (1 where no limit is set: a cluster's jobs each have a node of their own)
 GPUS = total_gpus() or 1
+#: the GPUs themselves: a device listed twice in config device (two searches share it, --resources gpu=2)
+#: counts once; its searches end one after the other, so their merges run one at a time
+DISTINCT_GPUS = max(1, min(GPUS, len(set(config["device"])))) if isinstance(config["device"], list) else GPUS
 
 
 # (on a cluster, on the host Snakemake runs on: the kernels are built ahead where it has the searches' GPUs;
@@ -114,8 +117,9 @@ rule merge_shard:
         "logs/benchmarks/merge_shard/part" + SHARD + ".tsv"
     # formatting in worker processes, leaving cores to the search job and pyhmmer's reference beside it;
     # with N GPUs, N searches end together: a share of the cores each, so that their merges run side by
-    # side; half the cores where split_genomes runs beside the last one (SPLIT_BESIDE_MERGES, genomes.smk)
-    threads: max(1, total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, (total_cores() - 3 * GPUS) // GPUS)
+    # side (N distinct GPUs); half the cores where split_genomes runs beside the last one (SPLIT_BESIDE_MERGES,
+    # genomes.smk)
+    threads: max(1, total_cores() // 2) if SPLIT_BESIDE_MERGES else max(1, (total_cores() - 3 * GPUS) // DISTINCT_GPUS)
     shell:
         "{params.py} -m hmmcascade merge {input.hits:q} --models {input.models:q} --to-parts {output:q}"
         " {params.shard:q} {params.runs:q} --cpu {threads} {params.z:q} {params.thresholds:q} 2> {log:q}"
