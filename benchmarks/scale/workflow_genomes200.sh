@@ -16,12 +16,19 @@ databases: local
 hmms: $D/pfamA_like.hmm
 genomes: $G
 C
+# SLOTS=2: two search jobs share the one GPU (as in workflow_sprot60.sh: the device listed twice, each job a
+# DEVICE_MEMORY budget, default 34G; --resources gpu=2)
+SLOTS=${SLOTS:-1}
+if [ "$SLOTS" -gt 1 ]; then
+  printf 'device: [%s]\ndevice_memory: %s\n' "$(yes '"0:0"' | head -$SLOTS | paste -sd,)" "${DEVICE_MEMORY:-34G}" >> $D/config.yaml
+fi
+cat $D/config.yaml
 nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 2000 > $D/gpu.csv &
 GP=$!
 (while sleep 2; do free -m | awk '/^Mem:/{print $3}'; done) > $D/host_mem.csv &
 H=$!
 start=$(date +%s)
-timeout ${WF_DEADLINE:-1500} snakemake --cores 16 --configfile $D/config.yaml > $D/snakemake.log 2>&1
+timeout ${WF_DEADLINE:-1500} snakemake --cores 16 --resources gpu=$SLOTS --configfile $D/config.yaml > $D/snakemake.log 2>&1
 echo "snakemake rc $? after $(( $(date +%s) - start )) s"
 kill $GP $H
 echo "host memory in use, max over the run: $(sort -n $D/host_mem.csv | tail -1) MB (before: $(head -1 $D/host_mem.csv) MB)"
