@@ -50,7 +50,7 @@ from .gff3 import PFAM_ACCESSION, attr_safe, escape, gff3_ids
 from .pfam_dat import PfamFamily
 from .results import Hit
 
-__all__ = ["DomainAnnotation", "DomainUnit", "pfam_domains", "unit_annotations",
+__all__ = ["DomainAnnotation", "DomainUnit", "padded_pfam_scan_lines", "pfam_domains", "unit_annotations",
            "write_pfam_scan", "write_gff3",
            "thresholds_note", "IPR_COLUMNS", "sequence_md5s", "write_interproscan_tsv", "write_protein_summary", "AnnotationStream",
            "protein_summary_line"]
@@ -307,6 +307,14 @@ def thresholds_note(th, Z: float) -> str:
     return f"{text}; Z = {Z:g}"
 
 
+def padded_pfam_scan_lines(lines, width: int):
+    """pfam_scan's lines as an :class:`AnnotationStream` spools them (``id NUL rest``), their ids padded to
+    ``width``."""
+    for line in lines:
+        seq_id, _, rest = line.partition("\0")
+        yield "%-*s" % (width, seq_id) + rest
+
+
 class AnnotationStream:
     """One per-protein output written as its proteins come, in :func:`pfam_domains` order.
 
@@ -403,9 +411,7 @@ class AnnotationStream:
                 self._width = max(self._width, width)
                 shutil.copyfileobj(part, self._spool, 1 << 20)
             elif self.kind == "pfamscan":  # (a known width: the part's ids padded here)
-                for line in part:
-                    seq_id, _, rest = line.partition("\0")
-                    self.fh.write("%-*s" % (self.name_width, seq_id) + rest)
+                self.fh.writelines(padded_pfam_scan_lines(part, self.name_width))
             else:
                 self._protein_done()
                 shutil.copyfileobj(part, self.fh, 1 << 20)
@@ -420,14 +426,8 @@ class AnnotationStream:
         """The last parts (whole proteins, in order) as finished lines, their ids padded to ``width``,
         the widest of all (at least :attr:`width`); the files are removed.  The table is complete:
         the lines waiting (those of :meth:`add`) are written first, padded to ``width``."""
-        if self._spool is not None:
-            self._width = max(self._width, width)
-            self._spool.seek(0)
-            for line in self._spool:
-                seq_id, _, rest = line.partition("\0")
-                self.fh.write("%-*s" % (self._width, seq_id) + rest)
-            self._spool.close()
-            self._spool = None
+        self._width = max(self._width, width)
+        self._write_spool()
         for path in paths:
             with open(path, encoding="utf-8", errors="surrogateescape", newline="") as part:
                 shutil.copyfileobj(part, self.fh, 1 << 20)
@@ -449,14 +449,16 @@ class AnnotationStream:
             self._spool = None
             self._protein_done()
             return
+        self._write_spool()
+        self._protein_done()
+
+    def _write_spool(self) -> None:
+        """pfam_scan's waiting lines (:meth:`add`, :meth:`add_part`), their ids padded to :attr:`width`."""
         if self._spool is not None:
             self._spool.seek(0)
-            for line in self._spool:
-                seq_id, _, rest = line.partition("\0")
-                self.fh.write("%-*s" % (self._width, seq_id) + rest)
+            self.fh.writelines(padded_pfam_scan_lines(self._spool, self._width))
             self._spool.close()
             self._spool = None
-        self._protein_done()
 
     def _ipr_line(self, a: DomainAnnotation) -> str:
         fam = self.families.get(a.hmm_name)

@@ -35,7 +35,7 @@ from contextlib import ExitStack
 from itertools import groupby
 from operator import itemgetter
 
-from .annotate import AnnotationStream, DomainUnit, unit_annotations
+from .annotate import AnnotationStream, DomainUnit, padded_pfam_scan_lines, unit_annotations
 from .results import Domain, Hit
 
 __all__ = ["PART_ROWS", "RUN_CHUNK", "annotation_row", "write_runs", "name_bounds", "bounds_of", "init_worker",
@@ -148,8 +148,7 @@ def _pad_part(path: str, width: int) -> str:
     out = path + ".padded"
     with (open(path, encoding="utf-8", errors="surrogateescape", newline="") as src,
           open(out, "w", encoding="utf-8", errors="surrogateescape", newline="") as dst):
-        dst.writelines("%-*s" % (width, seq_id) + rest
-                       for seq_id, _, rest in (line.partition("\0") for line in src))
+        dst.writelines(padded_pfam_scan_lines(src, width))
     os.unlink(path)
     return out
 
