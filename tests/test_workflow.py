@@ -222,6 +222,7 @@ def test_jobs_share_the_machine_by_its_gpus(tmp_path, small_inputs):
         assert re.findall(r"--search-scale (\d+)", dry.stdout) == [str(scale)], (gpus, dry.stdout[-2000:])
         jobs = {b.split(":")[0]: b for b in dry.stdout.split("rule ")[1:]}
         assert f"--cpu {merge_threads} " in jobs["merge_shard"] and "--cpu 32 " in jobs["merge_hits"], gpus
+        assert "--model-parts auto " in jobs["search_batch"]  # (config model_parts' default)
 
 
 def test_pfam_preset_lists_the_gathering_domains_as_pyhmmer_finds_them(tmp_path):

@@ -312,20 +312,22 @@ def cmd_search(args) -> int:
     outputs = OutputSet({k: v for k, v in paths.items() if k != "--hits" or folder is None},
                         inputs=[path for path in (args.hmms, args.seqs) if path != "-"])
     families = read_families(args)
+    db = None
+    if getattr(args, "model_range", None) is None and str(args.model_parts).strip().lower() != "1":
+        code, db = _search_as_parts(args, options)  # (--model-parts: N processes, or None: this one)
+        if code is not None:
+            return code
     dev = device.open_device(args.device, options)
     builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
-    db = _load_input(load_models, args.hmms)
-    models, first = db, 0
-    if args.model_shard:  # (a shard of the models: its hits' model numbers are made the whole file's again)
-        k, n = args.model_shard
-        try:
-            first, stop = db.shard(k, n)
-        except ValueError as exc:
-            raise InputError(f"{args.hmms}: {exc}") from None
+    db = db if db is not None else _load_input(load_models, args.hmms)
+    models = db
+    first, stop = _model_range(args, db)
+    if (first, stop) != (0, len(db)):  # (a shard of the models: its hits' model numbers are made the whole file's again)
         db = db.subset(first, stop)
     seqs = _load_input(load_seqs, args.seqs)
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
-    progress = None if args.quiet else progress_printer(every_s=10.0, nodes=db.nodes)
+    progress = None if args.quiet else progress_printer(every_s=10.0, nodes=db.nodes,
+                                                        label=getattr(args, "progress_label", ""))
     with progress or contextlib.nullcontext():  # (a line at least every 10 s in a log, a bar on a terminal)
         if progress is not None:
             progress(0, seqs.total_residues)
@@ -355,6 +357,47 @@ def cmd_search(args) -> int:
     print(f"# {searched_at - started_at:.1f} s to the search's end, {time.time() - searched_at:.1f} s writing; "
           f"peak host memory {_peak_rss_mb():,.0f} MB", file=sys.stderr)
     return 0
+
+
+def _model_range(args, db) -> tuple[int, int]:
+    """The models this search takes, ``(start, stop)`` of the file's: all, ``--model-shard K/N``'s, or a
+    part's (:mod:`hmmcascade.search_parts`)."""
+    if getattr(args, "model_range", None) is not None:
+        return tuple(args.model_range)
+    if not args.model_shard:
+        return 0, len(db)
+    k, n = args.model_shard
+    try:
+        return db.shard(k, n)
+    except ValueError as exc:
+        raise InputError(f"{args.hmms}: {exc}") from None
+
+
+def _search_as_parts(args, options):
+    """``--model-parts``: the search as that many processes on one device (:mod:`hmmcascade.search_parts`):
+    (its exit status, None); (None, the models read) when it takes one part (this process searches, on
+    the device chosen here)."""
+    from .device_choice import device_set, lock_key, opencl, pick
+    from .device_slots import claim
+    from .planner import CPU_FRACTION, GPU_FRACTION
+    from .search_parts import parts_of, search_in_parts
+
+    spec = args.device or "auto"
+    choices = device_set(spec)
+    if choices is not None:  # (the set's free device claimed by this process, for its life: the parts use it)
+        spec = choices[claim([lock_key(c) for c in choices], spec)]
+    dev, concrete, part = pick(spec)
+    args.device = concrete
+    db = _load_input(load_models, args.hmms)
+    first, stop = _model_range(args, db)
+    is_gpu = bool(dev.type & opencl().device_type.GPU)
+    n = parts_of(args, db, first, stop, is_gpu)
+    if n <= 1:
+        return None, db
+    budget = options.device_memory_bytes
+    if budget is None:
+        budget = int(dev.global_mem_size * (GPU_FRACTION if is_gpu else CPU_FRACTION))
+    return search_in_parts(args, db, first, stop, n, concrete, budget // n), None
 
 
 def _peak_rss_mb() -> float:
@@ -404,6 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model-shard", metavar="K/N", type=shard_arg, default=None,
                    help="search shard K of N of the models (consecutive models, even in nodes); hit records "
                         "keep the whole file's model numbers, so a merge of every shard's equals one search")
+    r.add_argument("--model-parts", metavar="N", type=_parts_arg, default="1",
+                   help="search the models as N parts at once, a process each on the same device with 1/N of its "
+                        "memory budget (one part's host work runs while the device works on another's); auto: 2 "
+                        "on a GPU for a search of 2e13 cells or more, else 1. N > 1 writes only a --hits folder "
+                        "(--hits-parts) and --stats (default 1)")
+    r.add_argument("--model-range", type=_range_arg, default=None, help=argparse.SUPPRESS)  # (a part's models)
     r.add_argument("--device-memory", metavar="SIZE", default=None,
                    help="device-memory budget of the search, e.g. 40G or 512M (default: 85%% of a GPU's memory, "
                         "50%% of a CPU device's); launches and batches are sized to keep within it")
@@ -457,12 +506,31 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
+def _parts_arg(text: str) -> str:
+    """``auto`` or a count >= 1, for argparse."""
+    value = text.strip().lower()
+    if value != "auto" and not (value.isdigit() and int(value) >= 1):
+        raise argparse.ArgumentTypeError(f"expected auto or a number >= 1, got {text!r}")
+    return value
+
+
+def _range_arg(text: str) -> tuple[int, int]:
+    """``A:B`` (0 <= A < B) as (A, B), for argparse."""
+    a, _, b = text.partition(":")
+    if not (a.isdigit() and b.isdigit() and int(a) < int(b)):
+        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B, got {text!r}")
+    return int(a), int(b)
+
+
 def main(argv=None) -> int:
+    return run_parsed(build_parser().parse_args(argv))
+
+
+def run_parsed(args) -> int:
+    """A parsed command run, its errors one line on standard error: the exit status."""
     from .device import DeviceError
     from .fetch import FetchError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _in_main_thread() else None
     try:
         check_option_ranges(args)

@@ -510,11 +510,13 @@ class progress_printer:
     writes the latest state every ``every_s`` seconds while no batch finishes (a long batch of a
     big search), so a log never stays silent longer."""
 
-    def __init__(self, stream=None, every_s: float = 5.0, nodes: int = 0):
+    def __init__(self, stream=None, every_s: float = 5.0, nodes: int = 0, label: str = ""):
         import threading
 
         self.stream = stream or sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        # (a labelled printer, one of several processes' on one stream: lines, not a bar)
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) and not label
+        self.label = f"[hmmcascade {label}]" if label else "[hmmcascade]"
         self.every_s, self.nodes = float(every_s), int(nodes)
         self.start = time.perf_counter()
         self.last = float("-inf")
@@ -543,7 +545,7 @@ class progress_printer:
             print(f"\r[{bar:<30}] {100 * frac:5.1f}%  {cells:.2e} cells{gcups}  ETA {eta}",
                   end="\n" if done >= total else "", file=self.stream, flush=True)
             return
-        print(f"[hmmcascade] {done:,}/{total:,} residues ({100 * frac:5.1f}%), {cells:.3e} cells{gcups}, "
+        print(f"{self.label} {done:,}/{total:,} residues ({100 * frac:5.1f}%), {cells:.3e} cells{gcups}, "
               f"{elapsed:7.1f}s elapsed, ETA {eta}", file=self.stream, flush=True)
 
     def _beat(self):

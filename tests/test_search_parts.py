@@ -1,0 +1,146 @@
+"""search --model-parts: one search as N processes on one device (hmmcascade.search_parts) gives the
+hits of one process's search; misuse and a failed part are one line, exit status 1 and no output."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hmmcascade.cli_common import load_models
+from hmmcascade.search_parts import split_models
+
+REPO = Path(__file__).resolve().parents[1]
+HMMS = REPO / "resources" / "pfam35_default.hmm.gz"
+SEQS = REPO / "resources" / "proteins_default.faa.gz"
+
+
+def _run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hmmcascade", *map(str, args)], capture_output=True, text=True,
+                          timeout=900, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+
+
+def _rows(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """The embedded models pressed, and 600 of the embedded proteins."""
+    folder = tmp_path_factory.mktemp("parts")
+    seqs = folder / "some.faa"
+    seqs.write_text("".join(">" + r for r in gzip.open(SEQS, "rt").read().split(">")[1:601]))
+    models = folder / "models.hmmc"
+    run = _run("press", HMMS, "-o", models)
+    assert run.returncode == 0, run.stderr
+    return models, seqs
+
+
+def test_split_models_cuts_consecutive_runs_even_in_nodes():
+    db = load_models(str(HMMS))
+    for first, stop, n in ((0, len(db), 2), (0, len(db), 3), (5, 17, 2), (3, 5, 4), (7, 8, 2)):
+        runs = split_models(db, first, stop, n)
+        assert len(runs) == min(n, stop - first)
+        assert runs[0][0] == first and runs[-1][1] == stop
+        assert all(a < b for a, b in runs) and all(runs[k][1] == runs[k + 1][0] for k in range(len(runs) - 1))
+    nodes = [int(db.M[a:b].sum()) for a, b in split_models(db, 0, len(db), 2)]
+    assert abs(nodes[0] - nodes[1]) <= int(db.M.max())
+
+
+def test_model_parts_give_one_search_hits(tmp_path, inputs):
+    """Two and three processes (a text model file: pressed once by the parent) against one: the same hit
+    files' rows (merged to tables, alignments included), and statistics of every model and target."""
+    models, seqs = inputs
+    made = {}
+    for n, hmms in (("1", models), ("2", models), ("3", HMMS)):
+        hits, stats = tmp_path / f"hits{n}.parquet", tmp_path / f"stats{n}.json"
+        run = _run("search", hmms, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "4", "--stats", stats,
+                   "--model-parts", n, "-Z", "600")
+        assert run.returncode == 0, run.stderr
+        if n != "1":
+            assert f"as {n} processes" in run.stderr and f"[hmmcascade part {n}/{n}]" in run.stderr, run.stderr
+        out = {ext: tmp_path / f"m{n}.{ext}" for ext in ("tbl", "dom", "ali")}
+        run = _run("merge", hits, "--models", models, "-Z", "600", "--tblout", out["tbl"], "--domtblout", out["dom"],
+                   "--alignments", out["ali"])
+        assert run.returncode == 0, run.stderr
+        made[n] = ({ext: _rows(path) for ext, path in out.items()}, json.loads(stats.read_text()))
+        assert sorted(p.name for p in hits.iterdir()) == [f"part{k:03d}.parquet" for k in range(4 if n != "3" else 6)]
+    one, one_stats = made["1"]
+    assert len(one["tbl"]) > 20 and len(one["dom"]) > len(one["tbl"])
+    db = load_models(str(HMMS))
+    for n in ("2", "3"):
+        tables, stats = made[n]
+        assert tables == one
+        assert [b - a for a, b in stats["model_parts"]] and stats["model_parts"][-1][1] == len(db)
+        for key in ("models", "nodes", "targets", "residues", "past_msv", "past_bias", "past_vit", "past_fwd",
+                    "first_model"):
+            assert stats["stats"][key] == one_stats["stats"][key], key
+        assert stats["Z"] == one_stats["Z"] == 600
+
+
+def test_model_shard_in_parts(tmp_path, inputs):
+    """--model-shard 2/2 as two processes: its own models only, the file's numbers (the shard's one-process hits)."""
+    models, seqs = inputs
+    tables = {}
+    for n in ("1", "2"):
+        hits = tmp_path / f"s{n}.parquet"
+        run = _run("search", models, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "2", "--model-parts", n,
+                   "--model-shard", "2/2", "-Z", "600", "--stats", tmp_path / f"s{n}.json")
+        assert run.returncode == 0, run.stderr
+        run = _run("merge", hits, "--models", models, "-Z", "600", "--tblout", tmp_path / f"s{n}.tbl")
+        assert run.returncode == 0, run.stderr
+        tables[n] = _rows(tmp_path / f"s{n}.tbl")
+        assert json.loads((tmp_path / f"s{n}.json").read_text())["stats"]["first_model"] > 0
+    assert tables["1"] == tables["2"] != []
+
+
+def test_model_parts_misuse_and_failure_leave_nothing(tmp_path, inputs):
+    models, seqs = inputs
+    hits, stats = tmp_path / "h.parquet", tmp_path / "s.json"
+    # tables beside parts: one line, nothing written
+    run = _run("search", models, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "2", "--model-parts", "2",
+               "--tblout", tmp_path / "t.tbl")
+    assert run.returncode == 1 and "--model-parts N (N > 1) writes the hits as a folder" in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    run = _run("search", models, seqs, "--model-parts", "two")
+    assert run.returncode == 2 and "expected auto or a number >= 1" in run.stderr
+    # a budget below each part's minimum: the parts fail; no folder, no statistics, no work folder left
+    run = _run("search", models, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "2", "--stats", stats,
+               "--model-parts", "2", "--device-memory", "64M")
+    assert run.returncode == 1 and "below this search's minimum" in run.stderr, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # auto: one process (a CPU device, or a search this small on a GPU)
+    run = _run("search", models, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "2", "--model-parts", "auto",
+               "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert "processes on device" not in run.stderr and hits.is_dir()
+
+
+def test_sigterm_stops_every_part_and_leaves_nothing(tmp_path, inputs):
+    """A scheduler's SIGTERM to the search (the parts' parent): every part stopped, exit status 143, no
+    output and no work folder left."""
+    import signal
+    import time
+
+    models, seqs = inputs
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hmmcascade", "search", str(models), str(seqs), "-o", "/dev/null",
+                             "--hits", str(out / "h.parquet"), "--hits-parts", "2", "--stats", str(out / "s.json"),
+                             "--model-parts", "2"], stderr=subprocess.PIPE, text=True,
+                            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+    seen = 0
+    for line in proc.stderr:  # (both parts searching)
+        seen += line.startswith("# hmmcascade search:") and "models x" in line
+        if seen == 2:
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 143, rest
+    assert "hmmcascade: terminated" in rest and "Traceback" not in rest
+    assert list(out.iterdir()) == []
