@@ -19,6 +19,8 @@ SLOTS=${SLOTS:-1}
 if [ "$SLOTS" -gt 1 ]; then
   printf 'device: [%s]\ndevice_memory: %s\n' "$(yes '"0:0"' | head -$SLOTS | paste -sd,)" "${DEVICE_MEMORY:-34G}" >> $D/config.yaml
 fi
+# MODEL_PARTS: config model_parts (processes per search job on the GPU; default auto)
+if [ -n "${MODEL_PARTS:-}" ]; then echo "model_parts: $MODEL_PARTS" >> $D/config.yaml; fi
 cat $D/config.yaml
 nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 2000 > $D/gpu.csv &
 G=$!
