@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hmmcascade.cli_common import load_models
-from hmmcascade.search_parts import split_models
+from hmmcascade import search_parts
+from hmmcascade.search_parts import parts_of, split_models
 
 REPO = Path(__file__).resolve().parents[1]
 HMMS = REPO / "resources" / "pfam35_default.hmm.gz"
@@ -49,6 +50,33 @@ def test_split_models_cuts_consecutive_runs_even_in_nodes():
         assert all(a < b for a, b in runs) and all(runs[k][1] == runs[k + 1][0] for k in range(len(runs) - 1))
     nodes = [int(db.M[a:b].sum()) for a, b in split_models(db, 0, len(db), 2)]
     assert abs(nodes[0] - nodes[1]) <= int(db.M.max())
+
+
+def test_auto_parts_take_a_gpu_and_a_large_search(monkeypatch):
+    """auto: AUTO_PARTS on a GPU for a search of AUTO_CELLS cells or more (models' nodes x residues; a FASTA
+    file's residues estimated from its size), else 1; a count is kept (at most the models); standard
+    input or other outputs: one part, or one line for a count above 1."""
+    import argparse
+
+    db = load_models(str(HMMS))
+    cells = db.nodes * SEQS.stat().st_size * 2.5
+
+    def args(parts, seqs=str(SEQS)):
+        return argparse.Namespace(model_parts=parts, hmms=str(HMMS), seqs=seqs)
+
+    assert cells < search_parts.AUTO_CELLS
+    assert parts_of(args("auto"), db, 0, len(db), True, True) == 1  # (the embedded default: seconds)
+    monkeypatch.setattr(search_parts, "AUTO_CELLS", cells)
+    assert parts_of(args("auto"), db, 0, len(db), True, True) == search_parts.AUTO_PARTS == 3
+    assert parts_of(args("auto"), db, 0, len(db), False, True) == 1  # (a CPU device)
+    assert parts_of(args("auto"), db, 0, len(db), True, False) == 1  # (tables asked for)
+    assert parts_of(args("auto", "-"), db, 0, len(db), True, True) == 1
+    assert parts_of(args("auto"), db, 4, 5, True, True) == 1  # (one model)
+    monkeypatch.setattr(search_parts, "AUTO_CELLS", cells * 1.01)
+    assert parts_of(args("auto"), db, 0, len(db), True, True) == 1
+    assert parts_of(args("4"), db, 0, len(db), False, True) == 4 and parts_of(args("9"), db, 3, 5, True, True) == 2
+    with pytest.raises(ValueError, match="writes the hits as a folder"):
+        parts_of(args("2"), db, 0, len(db), True, False)
 
 
 def test_model_parts_give_one_search_hits(tmp_path, inputs):

@@ -391,13 +391,22 @@ def _search_as_parts(args, options):
     db = _load_input(load_models, args.hmms)
     first, stop = _model_range(args, db)
     is_gpu = bool(dev.type & opencl().device_type.GPU)
-    n = parts_of(args, db, first, stop, is_gpu)
+    others = [name for name in _SEARCH_OUTPUTS if name not in ("hits", "stats") and getattr(args, name, None)]
+    only_hits = (not others and args.alignments == os.devnull and bool(args.hits) and args.hits_parts > 1
+                 and str(args.hits).endswith(".parquet"))
+    n = parts_of(args, db, first, stop, is_gpu, only_hits)
     if n <= 1:
         return None, db
     budget = options.device_memory_bytes
     if budget is None:
         budget = int(dev.global_mem_size * (GPU_FRACTION if is_gpu else CPU_FRACTION))
-    return search_in_parts(args, db, first, stop, n, concrete, budget // n), None
+    return search_in_parts(args, db, first, stop, n, concrete, budget // n, run_part), None
+
+
+def run_part(args) -> None:
+    """A process of ``search --model-parts``: its part searched as ``hmmcascade search`` does (errors one
+    line), its exit status."""
+    sys.exit(run_parsed(args))
 
 
 def _peak_rss_mb() -> float:
@@ -449,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "keep the whole file's model numbers, so a merge of every shard's equals one search")
     r.add_argument("--model-parts", metavar="N", type=_parts_arg, default="1",
                    help="search the models as N parts at once, a process each on the same device with 1/N of its "
-                        "memory budget (one part's host work runs while the device works on another's); auto: 2 "
+                        "memory budget (one part's host work runs while the device works on another's); auto: 3 "
                         "on a GPU for a search of 2e13 cells or more, else 1. N > 1 writes only a --hits folder "
                         "(--hits-parts) and --stats (default 1)")
     r.add_argument("--model-range", type=_range_arg, default=None, help=argparse.SUPPRESS)  # (a part's models)

@@ -2,8 +2,8 @@
 
 A search process alternates between the device's stages and its host side (each batch's domain
 scores, alignment text and hit records, in Python).  Alone on a GPU it leaves the GPU idle for much
-of its time: a shard of Pfam-A-sized models × 561,960 proteins on an H100 ran 96–107 s one at a
-time, and two such searches sharing the GPU ended 1.5× sooner in all (``benchmarks/RESULTS.md``).
+of its time: a fifth of Pfam-A-sized models × 561,960 proteins took 96–107 s as one process on an
+H100, 65.3 s as two and 58.4 s as three (2026-11-27, ``benchmarks/RESULTS.md``).
 ``hmmcascade search --model-parts N`` does that inside one search: the models (of the file, or of
 its ``--model-shard``) are cut into N consecutive parts, even in nodes, each searched by a process
 of its own (started fresh: no OpenCL state is inherited) on the same device with 1/N of the
@@ -14,7 +14,7 @@ the whole file's model numbers) and their statistics one ``--stats`` file, as on
 would: Z is the number of targets (or ``-Z``) in every part, and each of HMMER's thresholds is the
 hit's own model's (domZ: the model's reported targets), so the hits are the same.
 
-``auto`` gives N = 2 on a GPU for a search of at least :data:`AUTO_CELLS` cells (models' nodes ×
+``auto`` gives N = :data:`AUTO_PARTS` on a GPU for a search of at least :data:`AUTO_CELLS` cells (models' nodes ×
 targets' residues), else 1; more than one part needs the hits written as a folder
 (``--hits DIR.parquet --hits-parts K``) and no other output than ``--stats``.
 """
@@ -30,12 +30,14 @@ import sys
 import tempfile
 import time
 
-__all__ = ["AUTO_CELLS", "parts_of", "search_in_parts", "split_models"]
+__all__ = ["AUTO_CELLS", "AUTO_PARTS", "parts_of", "search_in_parts", "split_models"]
 
 #: ``auto``: a search of at least this many cells (nodes × residues) on a GPU runs as two parts; a
 #: smaller one (seconds) as one, where a second process's start (imports, device, kernels from the
 #: cache: about a second) would cost more than it saves
 AUTO_CELLS = 2e13
+#: ``auto``'s parts on a GPU (H100, the search above: 3 parts 11% sooner than 2, with the same host memory)
+AUTO_PARTS = 3
 
 
 def split_models(db, first: int, stop: int, n: int) -> list[tuple[int, int]]:
@@ -59,17 +61,17 @@ def _residues(path: str) -> float:
     return size * 2.5 if path.endswith(".gz") else float(size)
 
 
-def parts_of(args, db, first: int, stop: int, is_gpu: bool) -> int:
+def parts_of(args, db, first: int, stop: int, is_gpu: bool, only_hits: bool) -> int:
     """How many parts ``args.model_parts`` ("auto" or a count) asks for this search of models
-    ``first .. stop - 1`` of ``db``: 1 where the search cannot be cut (standard input, outputs other
-    than a --hits folder and --stats)."""
+    ``first .. stop - 1`` of ``db``: 1 where the search cannot be cut (standard input; ``only_hits``
+    False: outputs other than a --hits folder and --stats)."""
     asked = str(args.model_parts).strip().lower()
-    cuttable = (args.hmms != "-" and args.seqs != "-" and _only_hits_folder(args))
+    cuttable = args.hmms != "-" and args.seqs != "-" and only_hits
     if asked == "auto":
         if not (is_gpu and cuttable and stop - first >= 2):
             return 1
         nodes = float(db.subset(first, stop).nodes)
-        return 2 if nodes * _residues(args.seqs) >= AUTO_CELLS else 1
+        return AUTO_PARTS if nodes * _residues(args.seqs) >= AUTO_CELLS else 1
     n = int(asked)
     if n > 1 and not cuttable:
         raise ValueError("--model-parts N (N > 1) writes the hits as a folder and --stats only: give --hits DIR.parquet "
@@ -77,19 +79,13 @@ def parts_of(args, db, first: int, stop: int, is_gpu: bool) -> int:
     return max(1, min(n, stop - first))
 
 
-def _only_hits_folder(args) -> bool:
-    from .cli import _SEARCH_OUTPUTS
-
-    others = [name for name in _SEARCH_OUTPUTS if name not in ("hits", "stats") and getattr(args, name, None)]
-    return (not others and args.alignments == os.devnull and bool(args.hits) and args.hits_parts > 1
-            and str(args.hits).endswith(".parquet"))
-
-
-def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget: int) -> int:
+def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget: int, run_part) -> int:
     """Search models ``first .. stop - 1`` of ``db`` (read from ``args.hmms``) as ``n`` processes on
-    ``device`` (one device, ``P:D``), ``budget`` bytes of its memory in all; the parts' hit files put in
-    place as the folder ``args.hits`` and their statistics combined in ``args.stats``, only when every
-    part ends well.  Returns the exit status: a failed part's (the others are stopped)."""
+    ``device`` (one device, ``P:D``), ``budget`` bytes of its memory each; each process runs
+    ``run_part(its args)`` (a module's function: it is started fresh, by name) and exits with its
+    status.  The parts' hit files are put in place as the folder ``args.hits`` and their statistics
+    combined in ``args.stats``, only when every part ends well.  Returns the exit status: a failed
+    part's (the others are stopped)."""
     import multiprocessing
 
     from .outfiles import OutputSet
@@ -121,7 +117,7 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
             part.stats = os.path.join(work, f"part{k}.stats.json")
             part.device, part.device_memory = device, str(budget)
             part.progress_label = f"part {k + 1}/{len(ranges)}"
-            proc = ctx.Process(target=_run_part, args=(part,), name=f"hmmcascade-search-part{k + 1}")
+            proc = ctx.Process(target=run_part, args=(part,), name=f"hmmcascade-search-part{k + 1}")
             proc.start()
             procs.append(proc)
         failed = _wait_all(procs)
@@ -184,10 +180,3 @@ def _wait_all(procs) -> int:
                     return 128 - code
                 return code
     return 0
-
-
-def _run_part(args) -> None:
-    """A part's process: the search as ``hmmcascade search`` runs it (its errors one line, its exit status)."""
-    from .cli import run_parsed
-
-    sys.exit(run_parsed(args))
