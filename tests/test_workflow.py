@@ -76,15 +76,18 @@ def test_workflow_on_local_files_matches_pyhmmer(tmp_path, small_inputs):
 
 def test_sharded_workflow_equals_one_search_and_pyhmmer(tmp_path, small_inputs):
     """shards {models: 3, sequences: 2}: six search jobs, each a third of the models (even in nodes)
-    against half of the targets; the merged tables equal one unsharded search's row for row, and the
-    run's full comparison with pyhmmer passes (require_identical)."""
+    against half of the targets, each as two processes (model_parts: 2, a part of the shard's models
+    each); the merged tables equal one unsharded search's row for row, and the run's full comparison
+    with pyhmmer passes (require_identical)."""
     hmm_path, seq_path = small_inputs
     config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path),
-                     shards={"models": 3, "sequences": 2}, compare={"mode": "full"})
+                     shards={"models": 3, "sequences": 2}, compare={"mode": "full"}, model_parts=2)
     run = _snakemake(tmp_path, config)
     assert run.returncode == 0, run.stderr[-3000:]
     jobs = sorted(p.name for p in (tmp_path / "results/search").glob("*.stats.json"))
     assert jobs == [f"batch{b:03d}.m{k}.stats.json" for b in range(2) for k in (1, 2, 3)]
+    for log in (tmp_path / "logs/search_batch").iterdir():  # (each job two processes, a part of its shard each)
+        assert "as 2 processes on device" in log.read_text(), log
     one = tmp_path / "one"
     cmd = [sys.executable, "-m", "hmmcascade", "search", str(hmm_path), str(seq_path), "--quiet",
            "--tblout", str(one) + ".tbl", "--domtblout", str(one) + ".dom", "--ipr-tsv", str(one) + ".ipr.tsv",
