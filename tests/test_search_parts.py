@@ -55,7 +55,7 @@ def test_split_models_cuts_consecutive_runs_even_in_nodes():
 def test_auto_parts_take_a_gpu_and_a_large_search(monkeypatch):
     """auto: AUTO_PARTS on a GPU for a search of AUTO_CELLS cells or more (models' nodes x residues; a FASTA
     file's residues estimated from its size), else 1; a count is kept (at most the models); standard
-    input or other outputs: one part, or one line for a count above 1."""
+    input or per-protein outputs: one part, or one line for a count above 1."""
     import argparse
 
     db = load_models(str(HMMS))
@@ -75,7 +75,7 @@ def test_auto_parts_take_a_gpu_and_a_large_search(monkeypatch):
     monkeypatch.setattr(search_parts, "AUTO_CELLS", cells * 1.01)
     assert parts_of(args("auto"), db, 0, len(db), True, True) == 1
     assert parts_of(args("4"), db, 0, len(db), False, True) == 4 and parts_of(args("9"), db, 3, 5, True, True) == 2
-    with pytest.raises(ValueError, match="writes the hits as a folder"):
+    with pytest.raises(ValueError, match="not the per-protein tables"):
         parts_of(args("2"), db, 0, len(db), True, False)
 
 
@@ -110,6 +110,34 @@ def test_model_parts_give_one_search_hits(tmp_path, inputs):
         assert stats["Z"] == one_stats["Z"] == 600
 
 
+def _text(path: Path, names: dict) -> list[str]:
+    """A table's or main output's lines, this run's file names and --model-parts put back to one run's."""
+    text = path.read_text()
+    for name, one in names.items():
+        text = text.replace(name, one)
+    return [line.replace(" --model-parts 3", " --model-parts 1") for line in text.splitlines()
+            if not line.startswith(("# Date:", "# Current dir:"))]
+
+
+def test_model_parts_write_hmmers_outputs(tmp_path, inputs):
+    """The main output, --tblout, --domtblout and --pfamtblout of a search in three processes (each part's
+    queries, between one head and tail) are one process's, line for line (heads included)."""
+    models, seqs = inputs
+    kinds = {"-o": "txt", "--tblout": "tbl", "--domtblout": "dom", "--pfamtblout": "pfam"}
+    for n in ("1", "3"):
+        run = _run("search", models, seqs, "--model-parts", n, "--quiet", "-Z", "600", "--textw", "140",
+                   *[a for option, ext in kinds.items() for a in (option, tmp_path / f"r{n}.{ext}")])
+        assert run.returncode == 0, run.stderr
+        assert ("as 3 processes" in run.stderr) == (n == "3"), run.stderr
+    for ext in kinds.values():
+        one = _text(tmp_path / f"r1.{ext}", {})
+        assert _text(tmp_path / f"r3.{ext}", {f"r3.{e}": f"r1.{e}" for e in kinds.values()}) == one
+        assert len(one) > 40
+    main = (tmp_path / "r3.txt").read_text()
+    assert main.count("Query:  ") == len(load_models(str(models))) and main.rstrip().endswith("[ok]")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"r{n}.{e}" for n in "13" for e in kinds.values())
+
+
 def test_model_shard_in_parts(tmp_path, inputs):
     """--model-shard 2/2 as two processes: its own models only, the file's numbers (the shard's one-process hits)."""
     models, seqs = inputs
@@ -129,11 +157,12 @@ def test_model_shard_in_parts(tmp_path, inputs):
 def test_model_parts_misuse_and_failure_leave_nothing(tmp_path, inputs):
     models, seqs = inputs
     hits, stats = tmp_path / "h.parquet", tmp_path / "s.json"
-    # tables beside parts: one line, nothing written
-    run = _run("search", models, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "2", "--model-parts", "2",
-               "--tblout", tmp_path / "t.tbl")
-    assert run.returncode == 1 and "--model-parts N (N > 1) writes the hits as a folder" in run.stderr, run.stderr
-    assert len(run.stderr.strip().splitlines()) == 1
+    # per-protein tables, or a hits file that is not a folder, beside parts: one line, nothing written
+    for bad in (["--hits", hits, "--hits-parts", "2", "--pfamscan", tmp_path / "t.tsv"],
+                ["--hits", tmp_path / "h.json.gz", "--tblout", tmp_path / "t.tbl"]):
+        run = _run("search", models, seqs, "-o", "/dev/null", "--model-parts", "2", *bad)
+        assert run.returncode == 1 and "--model-parts N (N > 1) writes HMMER's outputs" in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
     run = _run("search", models, seqs, "--model-parts", "two")
     assert run.returncode == 2 and "expected auto or a number >= 1" in run.stderr
     # a budget below each part's minimum: the parts fail; no folder, no statistics, no work folder left
@@ -141,6 +170,9 @@ def test_model_parts_misuse_and_failure_leave_nothing(tmp_path, inputs):
                "--model-parts", "2", "--device-memory", "64M")
     assert run.returncode == 1 and "below this search's minimum" in run.stderr, run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+    run = _run("search", models, seqs, "-o", tmp_path / "o.txt", "--tblout", tmp_path / "t.tbl", "--model-parts", "2",
+               "--device-memory", "64M")
+    assert run.returncode == 1 and sorted(p.name for p in tmp_path.iterdir()) == []
     # auto: one process (a CPU device, or a search this small on a GPU)
     run = _run("search", models, seqs, "-o", "/dev/null", "--hits", hits, "--hits-parts", "2", "--model-parts", "auto",
                "--quiet")

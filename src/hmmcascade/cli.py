@@ -26,7 +26,7 @@ from .cli_common import (add_annotations, add_hmmer_tables, add_thresholds, load
 from .cli_genomes import add_genome_parsers
 from .cli_merge import add_compare_parser, add_merge_parser
 from .io import InputError
-from .outfiles import OutputError, OutputSet
+from .outfiles import OutputError, OutputSet, open_output
 
 __all__ = ["main"]
 
@@ -186,9 +186,25 @@ def _load_input(load, path: str):
         os.unlink(tmp)
 
 
+#: search's outputs that a search in parts (--model-parts) makes from its parts' text, and their kinds
+#: (output.TableStream's): HMMER's, written query by query in model order
+PART_TABLES = {"-o": "alignments", "--tblout": "tblout", "--domtblout": "domtblout", "--pfamtblout": "pfamtblout"}
+
+
+def _table_stream(args, kind: str, th: Thresholds, Z: float):
+    """search's :class:`~hmmcascade.output.TableStream` of ``kind``, as its options shape it."""
+    from .output import TableStream
+
+    return TableStream(kind, Z=Z, domZ=th.domZ, textw=0 if args.notextw else args.textw,
+                       show_alignments=not args.noali, show_accessions=args.acc, settings=_main_output_settings(args),
+                       inc_by_E=th.cut is None and th.incT is None, query_file=args.hmms, target_file=args.seqs,
+                       command="hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+
+
 def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None,
-                   families=None, seqs=None) -> None:
-    """search's outputs (``paths``: :func:`_search_outputs`'), the main output first."""
+                   families=None, seqs=None, first: int = 0) -> None:
+    """search's outputs (``paths``: :func:`_search_outputs`'), the main output first; ``db``: the models
+    searched, numbered from ``first`` (a shard's, a part's)."""
     from .output import per_query_hits, query_infos, write_alignments, write_domtblout, write_pfamtblout, write_tblout
 
     queries = query_infos(db) if db is not None else None
@@ -197,7 +213,15 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
     common = dict(Z=Z, queries=queries, inc_by_E=inc_by_E, query_file=query_file, target_file=target_file)
     main = paths["-o"] != os.devnull  # (-o /dev/null: no main output, none made)
     if main or args.tblout or args.domtblout or args.pfamtblout:
-        by_query = per_query_hits(hits, queries, inc_by_E)  # (sorted once for every table)
+        by_query = per_query_hits(hits, queries, inc_by_E, first)  # (sorted once for every table)
+    part = getattr(args, "table_part", None)
+    if part is not None:  # (a part of a search in parts: its queries' text alone; the head and tail are the parent's)
+        for option, kind in PART_TABLES.items():
+            if paths.get(option) and paths[option] != os.devnull:
+                with open_output(paths[option]) as fh:
+                    text = _table_stream(args, kind, th, Z).lines(by_query, header=part == 0)
+                    fh.write("".join(line + "\n" for line in text))
+        return
     if main:
         write_alignments(paths["-o"], by_query, domZ=th.domZ, textw=0 if args.notextw else args.textw,
                          show_alignments=not args.noali, show_accessions=args.acc,
@@ -336,10 +360,11 @@ def cmd_search(args) -> int:
     searched_at = time.time()
     for h in res.records if first else ():
         h.model += first
-    db = models
     stats = {**res.stats.as_dict(), "first_model": first}
     with outputs:
-        _write_outputs(args, paths, res.records, th, res.Z, db, args.hmms, args.seqs, families=families, seqs=seqs)
+        _write_outputs(args, paths, res.records, th, res.Z, db, args.hmms, args.seqs, families=families, seqs=seqs,
+                       first=first)
+        db = models
         meta = {"Z": res.Z, "models": len(db), "targets": len(seqs)}
         if args.hits and folder is None:
             if str(args.hits).endswith(".parquet"):
@@ -391,16 +416,20 @@ def _search_as_parts(args, options):
     db = _load_input(load_models, args.hmms)
     first, stop = _model_range(args, db)
     is_gpu = bool(dev.type & opencl().device_type.GPU)
-    others = [name for name in _SEARCH_OUTPUTS if name not in ("hits", "stats") and getattr(args, name, None)]
-    only_hits = (not others and args.alignments == os.devnull and bool(args.hits) and args.hits_parts > 1
-                 and str(args.hits).endswith(".parquet"))
-    n = parts_of(args, db, first, stop, is_gpu, only_hits)
+    paths = _search_outputs(args)
+    tables = {option: (kind, paths[option]) for option, kind in PART_TABLES.items()
+              if paths.get(option) and paths[option] != os.devnull}
+    others = [option for option, path in paths.items() if path and option not in (*PART_TABLES, "--hits", "--stats")]
+    cuttable = not others and (not args.hits or (args.hits_parts > 1 and str(args.hits).endswith(".parquet")))
+    n = parts_of(args, db, first, stop, is_gpu, cuttable)
     if n <= 1:
         return None, db
     budget = options.device_memory_bytes
     if budget is None:
         budget = int(dev.global_mem_size * (GPU_FRACTION if is_gpu else CPU_FRACTION))
-    return search_in_parts(args, db, first, stop, n, concrete, budget // n, run_part), None
+    th = thresholds(args)
+    return search_in_parts(args, db, first, stop, n, concrete, budget // n, run_part, tables,
+                           lambda kind, Z: _table_stream(args, kind, th, Z)), None
 
 
 def run_part(args) -> None:
@@ -459,8 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model-parts", metavar="N", type=_parts_arg, default="1",
                    help="search the models as N parts at once, a process each on the same device with 1/N of its "
                         "memory budget (one part's host work runs while the device works on another's); auto: 3 "
-                        "on a GPU for a search of 2e13 cells or more, else 1. N > 1 writes only a --hits folder "
-                        "(--hits-parts) and --stats (default 1)")
+                        "on a GPU for a search of 2e13 cells or more, else 1. With N > 1: HMMER's outputs (-o, --tblout, "
+                        "--domtblout, --pfamtblout), --hits as a folder (--hits-parts) and --stats, not the "
+                        "per-protein tables (auto takes 1 with those) (default 1)")
     r.add_argument("--model-range", type=_range_arg, default=None, help=argparse.SUPPRESS)  # (a part's models)
     r.add_argument("--device-memory", metavar="SIZE", default=None,
                    help="device-memory budget of the search, e.g. 40G or 512M (default: 85%% of a GPU's memory, "

@@ -61,12 +61,12 @@ def _residues(path: str) -> float:
     return size * 2.5 if path.endswith(".gz") else float(size)
 
 
-def parts_of(args, db, first: int, stop: int, is_gpu: bool, only_hits: bool) -> int:
+def parts_of(args, db, first: int, stop: int, is_gpu: bool, cuttable: bool) -> int:
     """How many parts ``args.model_parts`` ("auto" or a count) asks for this search of models
-    ``first .. stop - 1`` of ``db``: 1 where the search cannot be cut (standard input; ``only_hits``
-    False: outputs other than a --hits folder and --stats)."""
+    ``first .. stop - 1`` of ``db``: 1 where the search cannot be cut (standard input; ``cuttable``
+    False: outputs that list proteins, or a hits file that is not a folder)."""
     asked = str(args.model_parts).strip().lower()
-    cuttable = args.hmms != "-" and args.seqs != "-" and only_hits
+    cuttable = args.hmms != "-" and args.seqs != "-" and cuttable
     if asked == "auto":
         if not (is_gpu and cuttable and stop - first >= 2):
             return 1
@@ -74,31 +74,36 @@ def parts_of(args, db, first: int, stop: int, is_gpu: bool, only_hits: bool) -> 
         return AUTO_PARTS if nodes * _residues(args.seqs) >= AUTO_CELLS else 1
     n = int(asked)
     if n > 1 and not cuttable:
-        raise ValueError("--model-parts N (N > 1) writes the hits as a folder and --stats only: give --hits DIR.parquet "
-                         "--hits-parts K and -o /dev/null, no tables, and the models and sequences as files")
+        raise ValueError("--model-parts N (N > 1) writes HMMER's outputs (-o, --tblout, --domtblout, --pfamtblout), "
+                         "--hits as a folder (--hits-parts) and --stats, from model and sequence files; not the "
+                         "per-protein tables")
     return max(1, min(n, stop - first))
 
 
-def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget: int, run_part) -> int:
+def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget: int, run_part,
+                    tables: dict, table_stream) -> int:
     """Search models ``first .. stop - 1`` of ``db`` (read from ``args.hmms``) as ``n`` processes on
     ``device`` (one device, ``P:D``), ``budget`` bytes of its memory each; each process runs
     ``run_part(its args)`` (a module's function: it is started fresh, by name) and exits with its
-    status.  The parts' hit files are put in place as the folder ``args.hits`` and their statistics
-    combined in ``args.stats``, only when every part ends well.  Returns the exit status: a failed
-    part's (the others are stopped)."""
+    status.  Only when every part ends well: ``tables`` (``{option: (kind, path)}``, HMMER's outputs)
+    are written as ``table_stream(kind, Z)`` writes them, their head, each part's text and their tail;
+    the parts' hit files are put in place as the folder ``args.hits``; and their statistics combined
+    in ``args.stats``.  Returns the exit status: a failed part's (the others are stopped)."""
     import multiprocessing
 
-    from .outfiles import OutputSet
+    from .outfiles import OutputSet, open_output
     from .output import write_json
     from .search_result import StageStats
 
     started_at = time.time()
     ranges = split_models(db, first, stop, n)
-    folder = os.fspath(args.hits).rstrip("/")
-    outputs = OutputSet({"--stats": args.stats}, inputs=[args.hmms, args.seqs])
-    if os.path.exists(folder) and not os.path.isdir(folder):
+    folder = os.fspath(args.hits).rstrip("/") if args.hits else None
+    outputs = OutputSet({"--stats": args.stats, **{option: path for option, (_, path) in tables.items()}},
+                        inputs=[args.hmms, args.seqs])
+    if folder is not None and os.path.exists(folder) and not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder (a folder of hit files is written here)")
-    work = tempfile.mkdtemp(prefix=os.path.basename(folder) + ".parts-", dir=os.path.dirname(os.path.abspath(folder)))
+    near = folder if folder is not None else args.stats if args.stats else None
+    work = tempfile.mkdtemp(prefix="hmmcascade-parts-", dir=os.path.dirname(os.path.abspath(near)) if near else None)
     each = max(1, math.ceil(args.hits_parts / len(ranges)))
     print(f"# hmmcascade search: models {first}..{stop - 1} as {len(ranges)} processes on device {device}, "
           f"{budget / 2**30:.2f} GiB of its memory each", file=sys.stderr, flush=True)
@@ -112,9 +117,14 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
         for k, (a, b) in enumerate(ranges):
             part = copy.copy(args)
             part.hmms = hmms
-            part.model_parts, part.model_shard, part.model_range = "1", None, (a, b)
-            part.hits, part.hits_parts = os.path.join(work, f"part{k}.parquet"), each
+            part.model_parts, part.model_shard, part.model_range, part.table_part = "1", None, (a, b), k
+            part.hits = os.path.join(work, f"part{k}.parquet") if folder is not None else None
+            part.hits_parts = each
             part.stats = os.path.join(work, f"part{k}.stats.json")
+            part.alignments = os.devnull
+            for option, (kind, _) in tables.items():
+                setattr(part, "alignments" if option == "-o" else option.lstrip("-"),
+                        os.path.join(work, f"part{k}.{kind}"))
             part.device, part.device_memory = device, str(budget)
             part.progress_label = f"part {k + 1}/{len(ranges)}"
             proc = ctx.Process(target=run_part, args=(part,), name=f"hmmcascade-search-part{k + 1}")
@@ -123,15 +133,17 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
         failed = _wait_all(procs)
         if failed:
             return failed
-        files = []
-        for k in range(len(ranges)):
-            sub = os.path.join(work, f"part{k}.parquet")
-            files += ([os.path.join(sub, name) for name in sorted(os.listdir(sub)) if name.endswith(".parquet")]
-                      if os.path.isdir(sub) else [sub])  # (a part of one hit file: --hits-parts below the parts)
-        partial = os.path.join(work, "hits")
-        os.makedirs(partial)
-        for i, path in enumerate(files):  # (in model order by name, as a search's own folder)
-            os.replace(path, os.path.join(partial, f"part{i:03d}.parquet"))
+        partial = None
+        if folder is not None:
+            files = []
+            for k in range(len(ranges)):
+                sub = os.path.join(work, f"part{k}.parquet")
+                files += ([os.path.join(sub, name) for name in sorted(os.listdir(sub)) if name.endswith(".parquet")]
+                          if os.path.isdir(sub) else [sub])  # (a part of one hit file: --hits-parts below the parts)
+            partial = os.path.join(work, "hits")
+            os.makedirs(partial)
+            for i, path in enumerate(files):  # (in model order by name, as a search's own folder)
+                os.replace(path, os.path.join(partial, f"part{i:03d}.parquet"))
         parts = [json.load(open(os.path.join(work, f"part{k}.stats.json"))) for k in range(len(ranges))]
         total = StageStats.combine_batches([p["stats"] for p in parts])
         total.wall_s = max(p["stats"]["wall_s"] for p in parts)
@@ -140,13 +152,21 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
         total.memory = {key: sum(p["stats"]["memory"].get(key, 0) for p in parts) if key.endswith("_bytes") else value
                         for key, value in total.memory.items()}
         with outputs:
+            for option, (kind, path) in tables.items():  # (the head, each part's queries in model order, the tail)
+                with open_output(path) as fh:
+                    stream = table_stream(kind, parts[0]["Z"])
+                    stream.start(fh)
+                    for k in range(len(ranges)):
+                        stream.add_file(os.path.join(work, f"part{k}.{kind}"))
+                    stream.close()
             if args.stats:
                 write_json(args.stats, {"Z": parts[0]["Z"], "device": parts[0]["device"], "stats": total.as_dict(),
                                         "started_at": started_at, "finished_at": time.time(),
                                         "model_parts": [list(r) for r in ranges]})
-            if os.path.isdir(folder):
-                shutil.rmtree(folder)
-            os.replace(partial, folder)  # (last: the folder is put in place whole)
+            if folder is not None:
+                if os.path.isdir(folder):
+                    shutil.rmtree(folder)
+                os.replace(partial, folder)  # (last: the folder is put in place whole)
     finally:
         for proc in procs:
             if proc.is_alive():
