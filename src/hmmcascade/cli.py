@@ -407,7 +407,17 @@ def _search_as_parts(args, options):
     from .planner import CPU_FRACTION, GPU_FRACTION
     from .search_parts import parts_of, search_in_parts
 
+    import re
+
+    from .profiles import ProfileDB
+
     spec = args.device or "auto"
+    if str(args.model_parts).strip().lower() == "auto" and (
+            re.fullmatch(r"\s*\d+:\d+:\d+/\d+\s*", spec) or args.hmms == "-"
+            or not (args.hmms.endswith(".npz") or ProfileDB.is_mapped(args.hmms))):
+        # (auto: pressed models on a GPU; a part of a device split by fission is a CPU's. Text models are
+        # read after the device opens, as the kernel builds of a cold machine start)
+        return None, None
     choices = device_set(spec)
     if choices is not None:  # (the set's free device claimed by this process, for its life: the parts use it)
         spec = choices[claim([lock_key(c) for c in choices], spec)]
@@ -485,12 +495,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model-shard", metavar="K/N", type=shard_arg, default=None,
                    help="search shard K of N of the models (consecutive models, even in nodes); hit records "
                         "keep the whole file's model numbers, so a merge of every shard's equals one search")
-    r.add_argument("--model-parts", metavar="N", type=_parts_arg, default="1",
+    r.add_argument("--model-parts", metavar="N", type=_parts_arg, default="auto",
                    help="search the models as N parts at once, a process each on the same device with 1/N of its "
                         "memory budget (one part's host work runs while the device works on another's); auto: 3 "
-                        "on a GPU for a search of 2e13 cells or more, else 1. With N > 1: HMMER's outputs (-o, --tblout, "
+                        "for pressed models on a GPU and a search of 2e13 cells or more, else 1. With N > 1: HMMER's outputs (-o, --tblout, "
                         "--domtblout, --pfamtblout), --hits as a folder (--hits-parts) and --stats, not the "
-                        "per-protein tables (auto takes 1 with those) (default 1)")
+                        "per-protein tables (auto takes 1 with those) (default auto)")
     r.add_argument("--model-range", type=_range_arg, default=None, help=argparse.SUPPRESS)  # (a part's models)
     r.add_argument("--device-memory", metavar="SIZE", default=None,
                    help="device-memory budget of the search, e.g. 40G or 512M (default: 85%% of a GPU's memory, "

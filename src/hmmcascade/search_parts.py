@@ -14,9 +14,12 @@ the whole file's model numbers) and their statistics one ``--stats`` file, as on
 would: Z is the number of targets (or ``-Z``) in every part, and each of HMMER's thresholds is the
 hit's own model's (domZ: the model's reported targets), so the hits are the same.
 
-``auto`` gives N = :data:`AUTO_PARTS` on a GPU for a search of at least :data:`AUTO_CELLS` cells (models' nodes ×
-targets' residues), else 1; more than one part needs the hits written as a folder
-(``--hits DIR.parquet --hits-parts K``) and no other output than ``--stats``.
+``auto`` (the default) gives N = :data:`AUTO_PARTS` for pressed models on a GPU and a search of at least
+:data:`AUTO_CELLS` cells (models' nodes × targets' residues), else 1.  The parts write HMMER's outputs
+(``-o``, ``--tblout``, ``--domtblout``, ``--pfamtblout``: each part's queries, between one head and tail
+written here), ``--hits`` as a folder (``--hits-parts``) and ``--stats``; not the tables that list
+proteins (pfam_scan's, GFF3, InterProScan's, the protein summary), which need every model's hits of a
+protein together (``auto`` takes one part with those).
 """
 
 from __future__ import annotations
