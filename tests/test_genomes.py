@@ -316,7 +316,8 @@ def test_split_genomes_in_processes_equals_one_process(tmp_path):
 
 def test_split_genomes_reads_the_search_jobs_hits_as_the_merged(tmp_path):
     """The workflow's way with model cutoffs: split-genomes on the search jobs' own hit files (two batches of the
-    pooled proteins, each searched with the pool's Z and --cut_ga) writes the same bytes as on their merge's hits
+    pooled proteins, each searched with the pool's Z and --cut_ga, the second as two processes: --model-parts)
+    writes the same bytes as on their merge's hits
     (merge: the pool's thresholds, domZ over both batches), with 1 or 2 processes; its --protein-summary has the
     lines of the merge's --protein-summary (the pooled names, a genome's proteins together)."""
     folder = _genomes(tmp_path / "g")
@@ -329,7 +330,7 @@ def test_split_genomes_reads_the_search_jobs_hits_as_the_merged(tmp_path):
         (tmp_path / f"b{k}.faa").write_text("".join(">" + r for r in part))
         batches.append(tmp_path / f"b{k}.hits.parquet")
         run = _hmmcascade("search", MODELS, tmp_path / f"b{k}.faa", "-o", "/dev/null", "--hits", batches[-1],
-                          "--hits-parts", 2, "--quiet", "-Z", Z, "--cut_ga")
+                          "--hits-parts", 2, "--quiet", "-Z", Z, "--cut_ga", "--model-parts", 1 + k)
         assert run.returncode == 0, run.stderr
     merged = tmp_path / "merged.parquet"
     run = _hmmcascade("merge", *batches, "--models", MODELS, "-Z", Z, "--cut_ga", "--merged-hits", merged,
