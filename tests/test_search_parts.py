@@ -204,3 +204,29 @@ def test_sigterm_stops_every_part_and_leaves_nothing(tmp_path, inputs):
     assert proc.wait(timeout=120) == 143, rest
     assert "hmmcascade: terminated" in rest and "Traceback" not in rest
     assert list(out.iterdir()) == []
+
+
+def test_parts_end_with_a_killed_search(tmp_path, inputs):
+    """SIGKILL to the search (its parent, which can clean nothing up): the parts are stopped too (Linux's
+    parent-death signal) and write nothing, not even into the work folder; only that folder is left."""
+    import signal
+    import time
+
+    models, seqs = inputs
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hmmcascade", "search", str(models), str(seqs), "-o", "/dev/null",
+                             "--hits", str(out / "h.parquet"), "--hits-parts", "2", "--stats", str(out / "s.json"),
+                             "--model-parts", "2"], stderr=subprocess.PIPE, text=True,
+                            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+    seen = 0
+    for line in proc.stderr:  # (both parts searching)
+        seen += line.startswith("# hmmcascade search:") and "models x" in line
+        if seen == 2:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    time.sleep(30)  # (a part that searched on would have written its hits and statistics by now: ~5 s each)
+    left = list(out.iterdir())
+    assert len(left) == 1 and left[0].name.startswith("hmmcascade-parts-"), left
+    assert sorted(p.name for p in left[0].iterdir()) == []

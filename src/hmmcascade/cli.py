@@ -442,9 +442,19 @@ def _search_as_parts(args, options):
                            lambda kind, Z: _table_stream(args, kind, th, Z)), None
 
 
-def run_part(args) -> None:
+def run_part(args, parent: int | None = None) -> None:
     """A process of ``search --model-parts``: its part searched as ``hmmcascade search`` does (errors one
-    line), its exit status."""
+    line), its exit status.  On Linux it is sent SIGTERM (its outputs dropped) if the search's process
+    ``parent`` ends first (killed: a part must not search on alone)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # (PR_SET_PDEATHSIG)
+        except (OSError, AttributeError):
+            pass
+    if parent is not None and os.getppid() != parent:  # (the parent ended before the line above)
+        sys.exit(143)
     sys.exit(run_parsed(args))
 
 

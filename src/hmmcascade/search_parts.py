@@ -87,8 +87,8 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
                     tables: dict, table_stream) -> int:
     """Search models ``first .. stop - 1`` of ``db`` (read from ``args.hmms``) as ``n`` processes on
     ``device`` (one device, ``P:D``), ``budget`` bytes of its memory each; each process runs
-    ``run_part(its args)`` (a module's function: it is started fresh, by name) and exits with its
-    status.  Only when every part ends well: ``tables`` (``{option: (kind, path)}``, HMMER's outputs)
+    ``run_part(its args, this process's id)`` (a module's function: it is started fresh, by name) and
+    exits with its status.  Only when every part ends well: ``tables`` (``{option: (kind, path)}``, HMMER's outputs)
     are written as ``table_stream(kind, Z)`` writes them, their head, each part's text and their tail;
     the parts' hit files are put in place as the folder ``args.hits``; and their statistics combined
     in ``args.stats``.  Returns the exit status: a failed part's (the others are stopped)."""
@@ -130,7 +130,7 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
                         os.path.join(work, f"part{k}.{kind}"))
             part.device, part.device_memory = device, str(budget)
             part.progress_label = f"part {k + 1}/{len(ranges)}"
-            proc = ctx.Process(target=run_part, args=(part,), name=f"hmmcascade-search-part{k + 1}")
+            proc = ctx.Process(target=run_part, args=(part, os.getpid()), name=f"hmmcascade-search-part{k + 1}")
             proc.start()
             procs.append(proc)
         failed = _wait_all(procs)
