@@ -77,7 +77,9 @@ rule search_batch:
         "logs/benchmarks/search_batch/batch{batch}" + SHARD + ".tsv",
     # one GPU per search job: the default profile (workflow/profiles/default) makes a plain
     # `snakemake --cores N` run one at a time per GPU (--resources gpu=N with N GPUs), while the
-    # CPU jobs (press, prepare, merge, compare) run beside it
+    # CPU jobs (press, prepare, merge, compare) run beside it. Each job searches its models as config
+    # model_parts processes on its GPU (auto: 3 for a job of 2e13 cells or more; hmmcascade.search_parts),
+    # so that one's host work runs while the GPU works on another's
     resources:
         gpu=1,
         mem_mb=search_mem_mb,
