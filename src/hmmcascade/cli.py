@@ -402,14 +402,13 @@ def _search_as_parts(args, options):
     """``--model-parts``: the search as that many processes on one device (:mod:`hmmcascade.search_parts`):
     (its exit status, None); (None, the models read) when it takes one part (this process searches, on
     the device chosen here)."""
+    import re
+
     from .device_choice import device_set, lock_key, opencl, pick
     from .device_slots import claim
     from .planner import CPU_FRACTION, GPU_FRACTION
-    from .search_parts import parts_of, search_in_parts
-
-    import re
-
     from .profiles import ProfileDB
+    from .search_parts import parts_of, search_in_parts
 
     spec = args.device or "auto"
     if str(args.model_parts).strip().lower() == "auto" and (
