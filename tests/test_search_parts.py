@@ -180,14 +180,10 @@ def test_model_parts_misuse_and_failure_leave_nothing(tmp_path, inputs):
     assert "processes on device" not in run.stderr and hits.is_dir()
 
 
-def test_sigterm_stops_every_part_and_leaves_nothing(tmp_path, inputs):
-    """A scheduler's SIGTERM to the search (the parts' parent): every part stopped, exit status 143, no
-    output and no work folder left."""
-    import signal
-    import time
-
+def _parts_searching(inputs, out: Path) -> subprocess.Popen:
+    """A search as two processes into the folder ``out`` (a hits folder and statistics), returned once
+    both parts have started searching."""
     models, seqs = inputs
-    out = tmp_path / "out"
     out.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "hmmcascade", "search", str(models), str(seqs), "-o", "/dev/null",
                              "--hits", str(out / "h.parquet"), "--hits-parts", "2", "--stats", str(out / "s.json"),
@@ -198,6 +194,17 @@ def test_sigterm_stops_every_part_and_leaves_nothing(tmp_path, inputs):
         seen += line.startswith("# hmmcascade search:") and "models x" in line
         if seen == 2:
             break
+    return proc
+
+
+def test_sigterm_stops_every_part_and_leaves_nothing(tmp_path, inputs):
+    """A scheduler's SIGTERM to the search (the parts' parent): every part stopped, exit status 143, no
+    output and no work folder left."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    proc = _parts_searching(inputs, out)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     rest = proc.stderr.read()
@@ -212,18 +219,8 @@ def test_parts_end_with_a_killed_search(tmp_path, inputs):
     import signal
     import time
 
-    models, seqs = inputs
     out = tmp_path / "out"
-    out.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "hmmcascade", "search", str(models), str(seqs), "-o", "/dev/null",
-                             "--hits", str(out / "h.parquet"), "--hits-parts", "2", "--stats", str(out / "s.json"),
-                             "--model-parts", "2"], stderr=subprocess.PIPE, text=True,
-                            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
-    seen = 0
-    for line in proc.stderr:  # (both parts searching)
-        seen += line.startswith("# hmmcascade search:") and "models x" in line
-        if seen == 2:
-            break
+    proc = _parts_searching(inputs, out)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     time.sleep(30)  # (a part that searched on would have written its hits and statistics by now: ~5 s each)

@@ -191,6 +191,11 @@ def _load_input(load, path: str):
 PART_TABLES = {"-o": "alignments", "--tblout": "tblout", "--domtblout": "domtblout", "--pfamtblout": "pfamtblout"}
 
 
+def _command_line() -> str:
+    """This command as typed, for the tables' tails."""
+    return "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
 def _table_stream(args, kind: str, th: Thresholds, Z: float):
     """search's :class:`~hmmcascade.output.TableStream` of ``kind``, as its options shape it."""
     from .output import TableStream
@@ -198,7 +203,7 @@ def _table_stream(args, kind: str, th: Thresholds, Z: float):
     return TableStream(kind, Z=Z, domZ=th.domZ, textw=0 if args.notextw else args.textw,
                        show_alignments=not args.noali, show_accessions=args.acc, settings=_main_output_settings(args),
                        inc_by_E=th.cut is None and th.incT is None, query_file=args.hmms, target_file=args.seqs,
-                       command="hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+                       command=_command_line())
 
 
 def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None,
@@ -209,7 +214,7 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
 
     queries = query_infos(db) if db is not None else None
     inc_by_E = th.cut is None and th.incT is None
-    command = "hmmcascade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = _command_line()
     common = dict(Z=Z, queries=queries, inc_by_E=inc_by_E, query_file=query_file, target_file=target_file)
     main = paths["-o"] != os.devnull  # (-o /dev/null: no main output, none made)
     if main or args.tblout or args.domtblout or args.pfamtblout:
@@ -338,7 +343,7 @@ def cmd_search(args) -> int:
     families = read_families(args)
     db = None
     if getattr(args, "model_range", None) is None and str(args.model_parts).strip().lower() != "1":
-        code, db = _search_as_parts(args, options)  # (--model-parts: N processes, or None: this one)
+        code, db = _search_as_parts(args, options, paths, th)  # (--model-parts: N processes, or None: this one)
         if code is not None:
             return code
     dev = device.open_device(args.device, options)
@@ -398,13 +403,11 @@ def _model_range(args, db) -> tuple[int, int]:
         raise InputError(f"{args.hmms}: {exc}") from None
 
 
-def _search_as_parts(args, options):
-    """``--model-parts``: the search as that many processes on one device (:mod:`hmmcascade.search_parts`):
-    (its exit status, None); (None, the models read) when it takes one part (this process searches, on
-    the device chosen here)."""
-    import re
-
-    from .device_choice import device_set, lock_key, opencl, pick
+def _search_as_parts(args, options, paths: dict, th: Thresholds):
+    """``--model-parts``: the search (its outputs ``paths``, :func:`_search_outputs`') as that many
+    processes on one device (:mod:`hmmcascade.search_parts`): (its exit status, None); (None, the models
+    read) when it takes one part (this process searches, on the device chosen here)."""
+    from .device_choice import device_set, is_device_part, lock_key, opencl, pick
     from .device_slots import claim
     from .planner import CPU_FRACTION, GPU_FRACTION
     from .profiles import ProfileDB
@@ -412,7 +415,7 @@ def _search_as_parts(args, options):
 
     spec = args.device or "auto"
     if str(args.model_parts).strip().lower() == "auto" and (
-            re.fullmatch(r"\s*\d+:\d+:\d+/\d+\s*", spec) or args.hmms == "-"
+            is_device_part(spec) or args.hmms == "-"
             or not (args.hmms.endswith(".npz") or ProfileDB.is_mapped(args.hmms))):
         # (auto: pressed models on a GPU; a part of a device split by fission is a CPU's. Text models are
         # read after the device opens, as the kernel builds of a cold machine start)
@@ -425,7 +428,6 @@ def _search_as_parts(args, options):
     db = _load_input(load_models, args.hmms)
     first, stop = _model_range(args, db)
     is_gpu = bool(dev.type & opencl().device_type.GPU)
-    paths = _search_outputs(args)
     tables = {option: (kind, paths[option]) for option, kind in PART_TABLES.items()
               if paths.get(option) and paths[option] != os.devnull}
     others = [option for option, path in paths.items() if path and option not in (*PART_TABLES, "--hits", "--stats")]
@@ -436,7 +438,6 @@ def _search_as_parts(args, options):
     budget = options.device_memory_bytes
     if budget is None:
         budget = int(dev.global_mem_size * (GPU_FRACTION if is_gpu else CPU_FRACTION))
-    th = thresholds(args)
     return search_in_parts(args, db, first, stop, n, concrete, budget // n, run_part, tables,
                            lambda kind, Z: _table_stream(args, kind, th, Z)), None
 

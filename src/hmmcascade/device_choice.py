@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DeviceError", "device_set", "list_devices", "lock_key", "opencl", "pick"]
+__all__ = ["DeviceError", "device_set", "is_device_part", "list_devices", "lock_key", "opencl", "pick"]
 
 
 class DeviceError(RuntimeError):
@@ -103,6 +103,11 @@ def _whole(spec: str, found) -> tuple[int, int]:
     if not match:
         raise DeviceError(f"no OpenCL device matches {spec!r}; have: {_have(found)}")
     return match[0][:2]
+
+
+def is_device_part(spec: str) -> bool:
+    """Whether ``spec`` names a part of a device split by fission (``P:D:S/N``)."""
+    return _PART.fullmatch(spec.strip()) is not None
 
 
 def pick(spec: str):

@@ -147,7 +147,10 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
             os.makedirs(partial)
             for i, path in enumerate(files):  # (in model order by name, as a search's own folder)
                 os.replace(path, os.path.join(partial, f"part{i:03d}.parquet"))
-        parts = [json.load(open(os.path.join(work, f"part{k}.stats.json"))) for k in range(len(ranges))]
+        parts = []
+        for k in range(len(ranges)):
+            with open(os.path.join(work, f"part{k}.stats.json"), encoding="utf-8") as fh:
+                parts.append(json.load(fh))
         total = StageStats.combine_batches([p["stats"] for p in parts])
         total.wall_s = max(p["stats"]["wall_s"] for p in parts)
         total.first_model = first
