@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from pathlib import Path
 
 import pyhmmer
@@ -22,8 +23,9 @@ from pyhmmer.plan7 import HMMFile
 
 from conftest import DEFAULT_HMMS, DEFAULT_SEQS, PYHMMER_DATA
 from hmmcascade.hmmsearch_text import alignment_lines
-from hmmcascade.output import (QueryInfo, per_query_hits, sort_hits, write_alignments, write_domtblout,
-                               write_tblout)
+from hmmcascade.output import (QueryInfo, TableStream, per_query_hits, sort_hits, write_alignments,
+                               write_domtblout, write_pfamtblout, write_streams, write_tblout)
+from hmmcascade.text_workers import query_texts, run_bounds
 from hmmcascade.results import Alignment, Domain, Hit
 
 TABLES = PYHMMER_DATA / "tables"
@@ -258,6 +260,56 @@ def test_hits_sorted_at_once_are_each_querys_hmmer_order(tmp_path, default_searc
         assert _body(tmp_path / f"{name}1") == _body(tmp_path / f"{name}2")
     with pytest.raises(ValueError, match="another inc_by_E"):
         write_tblout(tmp_path / "t3", sorted_once, Z=2000, queries=queries, inc_by_E=not inc_by_E)
+
+
+@pytest.mark.parametrize("inc_by_E", [True, False])
+def test_outputs_made_by_forked_workers_are_one_process_text(tmp_path, default_search, inc_by_E):
+    """write_streams with forked workers (every run of queries made in a child) writes the characters the
+    writers write in one process, for HMMER's four outputs; hits already in HMMER's order (a search's
+    records) are only cut per model, and hits out of order said to be ordered are refused."""
+    hmms, seqs = default_search
+    all_top_hits = list(pyhmmer.hmmsearch(hmms, seqs, Z=2000))
+    hits = [h for m, (hmm, th) in enumerate(zip(hmms, all_top_hits)) for h in hits_from_pyhmmer(hmm, th, m)]
+    queries = [QueryInfo(h.name, h.accession or "", h.description or "", h.M) for h in hmms]
+    common = dict(Z=2000, inc_by_E=inc_by_E, query_file="q.hmm", target_file="t.faa", command="hmmsearch x")
+    write_alignments(tmp_path / "one.alignments", hits, queries=queries, domZ=None, textw=100,
+                     **{k: v for k, v in common.items() if k != "command"})
+    write_tblout(tmp_path / "one.tblout", hits, queries=queries, **common)
+    write_domtblout(tmp_path / "one.domtblout", hits, queries=queries, **common)
+    write_pfamtblout(tmp_path / "one.pfamtblout", hits, queries=queries, **common)
+
+    by_query = per_query_hits(hits, queries, inc_by_E)
+    in_order = [h for _, qhits in by_query for h in qhits]
+    assert per_query_hits(in_order, queries, inc_by_E, ordered=True) == by_query
+    with pytest.raises(ValueError, match="not in model order"):
+        per_query_hits(in_order[::-1], queries, inc_by_E, ordered=True)
+    kinds = ("alignments", "tblout", "domtblout", "pfamtblout")
+    write_streams([(tmp_path / f"forked.{k}", TableStream(k, textw=100, **common)) for k in kinds],
+                  per_query_hits(in_order, queries, inc_by_E, ordered=True), workers=3, min_rows=0)
+    for k in kinds:
+        one, forked = (_body(tmp_path / f"{name}.{k}") for name in ("one", "forked"))
+        assert forked == one and len(one) > 40, k
+    assert (tmp_path / "forked.alignments").read_text() == (tmp_path / "one.alignments").read_text()
+
+
+class _PidStream:
+    """A stream whose text of a run of queries says which process made it (and how many queries, and
+    whether it carries the header): the forking itself observed."""
+
+    def lines(self, per_query, header):
+        return [f"{os.getpid()} {len(per_query)} {header}"]
+
+
+def test_query_texts_runs_are_made_in_other_processes_in_order():
+    per_query = [(QueryInfo(f"q{i}"), [None] * (i % 5 + 1)) for i in range(40)]
+    texts = [t[0].split() for t in query_texts([_PidStream()], per_query, workers=3, min_rows=0)]
+    assert len(texts) > 3 and all(int(pid) != os.getpid() for pid, _, _ in texts)
+    assert len({pid for pid, _, _ in texts}) > 1  # (several workers)
+    assert sum(int(n) for _, n, _ in texts) == 40 and [h for _, _, h in texts] == ["True"] + ["False"] * (len(texts) - 1)
+    one = list(query_texts([_PidStream()], per_query, workers=3))  # (few rows: made here)
+    assert one == [[f"{os.getpid()} 40 True\n"]]
+    assert run_bounds([1, 1, 1, 1], 2) == [(0, 2), (2, 4)] and run_bounds([9, 1, 1, 1], 4) == [(0, 1), (1, 4)]
+    assert run_bounds([5], 8) == [(0, 1)] and run_bounds([], 3) == [(0, 0)]
 
 
 def test_sort_hits_follows_hmmer(tmp_path):

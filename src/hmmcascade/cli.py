@@ -207,36 +207,31 @@ def _table_stream(args, kind: str, th: Thresholds, Z: float):
 
 
 def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_file=None, target_file=None,
-                   families=None, seqs=None, first: int = 0) -> None:
+                   families=None, seqs=None, first: int = 0, ordered: bool = False) -> None:
     """search's outputs (``paths``: :func:`_search_outputs`'), the main output first; ``db``: the models
-    searched, numbered from ``first`` (a shard's, a part's)."""
-    from .output import per_query_hits, query_infos, write_alignments, write_domtblout, write_pfamtblout, write_tblout
+    searched, numbered from ``first`` (a shard's, a part's); ``ordered``: ``hits`` are a search's
+    records, in model order and each model's in HMMER's."""
+    from .output import per_query_hits, query_infos, write_streams
+    from .text_workers import query_texts
 
     queries = query_infos(db) if db is not None else None
     inc_by_E = th.cut is None and th.incT is None
-    command = _command_line()
-    common = dict(Z=Z, queries=queries, inc_by_E=inc_by_E, query_file=query_file, target_file=target_file)
-    main = paths["-o"] != os.devnull  # (-o /dev/null: no main output, none made)
-    if main or args.tblout or args.domtblout or args.pfamtblout:
-        by_query = per_query_hits(hits, queries, inc_by_E, first)  # (sorted once for every table)
-    part = getattr(args, "table_part", None)
-    if part is not None:  # (a part of a search in parts: its queries' text alone; the head and tail are the parent's)
-        for option, kind in PART_TABLES.items():
-            if paths.get(option) and paths[option] != os.devnull:
-                with open_output(paths[option]) as fh:
-                    text = _table_stream(args, kind, th, Z).lines(by_query, header=part == 0)
-                    fh.write("".join(line + "\n" for line in text))
-        return
-    if main:
-        write_alignments(paths["-o"], by_query, domZ=th.domZ, textw=0 if args.notextw else args.textw,
-                         show_alignments=not args.noali, show_accessions=args.acc,
-                         settings=_main_output_settings(args), **common)
-    if args.tblout:
-        write_tblout(args.tblout, by_query, command=command, **common)
-    if args.domtblout:
-        write_domtblout(args.domtblout, by_query, domZ=th.domZ, command=command, **common)
-    if args.pfamtblout:
-        write_pfamtblout(args.pfamtblout, by_query, command=command, **common)
+    tables = [(paths[option], kind) for option, kind in PART_TABLES.items()
+              if paths.get(option) and paths[option] != os.devnull]  # (-o /dev/null: no main output, none made)
+    if tables:
+        by_query = per_query_hits(hits, queries, inc_by_E, first, ordered=ordered)  # (sorted once for all)
+        streams = [(path, _table_stream(args, kind, th, Z)) for path, kind in tables]
+        part = getattr(args, "table_part", None)
+        if part is None:
+            write_streams(streams, by_query, workers=_text_workers(args))
+        else:  # (a part of a search in parts: its queries' text alone; the head and tail are the parent's)
+            with contextlib.ExitStack() as stack:
+                files = [stack.enter_context(open_output(path)) for path, _ in streams]
+                for texts in query_texts([s for _, s in streams], by_query, header=part == 0,
+                                         workers=_text_workers(args)):
+                    for fh, text in zip(files, texts):
+                        fh.write(text)
+            return
     if args.pfamscan or args.gff3 or args.ipr_tsv or args.protein_summary:
         from .annotate import (sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
                                write_protein_summary)
@@ -252,6 +247,17 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
                                    descriptions=descriptions)
         if args.protein_summary:
             write_protein_summary(args.protein_summary, reported, families)
+
+
+def _text_workers(args) -> int:
+    """Forked processes making HMMER's outputs' text (:mod:`hmmcascade.text_workers`): ``--cpu``'s
+    count (0: none), else one per CPU this process may use; a part of a search in parts, its share."""
+    from .text_workers import usable_cpus
+
+    n = getattr(args, "text_workers", None)
+    if n is None:
+        n = args.cpu if args.cpu is not None else usable_cpus()
+    return max(1, n)
 
 
 def cmd_devices(args) -> int:
@@ -368,7 +374,7 @@ def cmd_search(args) -> int:
     stats = {**res.stats.as_dict(), "first_model": first}
     with outputs:
         _write_outputs(args, paths, res.records, th, res.Z, db, args.hmms, args.seqs, families=families, seqs=seqs,
-                       first=first)
+                       first=first, ordered=True)
         db = models
         meta = {"Z": res.Z, "models": len(db), "targets": len(seqs)}
         if args.hits and folder is None:
@@ -493,8 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_search_outputs(s)
     expert = add_thresholds(s)
     expert.add_argument("--cpu", type=int, default=None, metavar="N",
-                        help="host worker processes for the domain work left to the host (default: one per CPU; "
-                             "0: none, in this process)")
+                        help="host worker processes for the domain work left to the host and for the text of "
+                             "HMMER's outputs (default: one per CPU; 0: none, in this process)")
     r = s.add_argument_group("hmmcascade's device and run options")
     r.add_argument("--device", default=None,
                    help="auto (default), gpu, cpu, P:D, P:D:S/N (part S of N of device P:D, split by OpenCL device "

@@ -40,8 +40,8 @@ from .outfiles import open_output, write_text
 from .results import Hit
 
 __all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
-           "write_pfamtblout", "write_alignments", "TableStream", "per_query_hits", "write_json", "pipeline_summary",
-           "progress_printer"]
+           "write_pfamtblout", "write_alignments", "write_streams", "TableStream", "per_query_hits", "write_json",
+           "pipeline_summary", "progress_printer"]
 
 
 @dataclass(frozen=True)
@@ -173,6 +173,29 @@ def write_alignments(path, hits, *, Z: float, domZ: float | None = None, queries
     _write_stream(path, "alignments", hits, queries, inc_by_E, Z=Z, domZ=domZ, textw=textw,
                   show_alignments=show_alignments, show_accessions=show_accessions, settings=settings,
                   query_file=query_file, target_file=target_file)
+
+
+def write_streams(outputs, per_query, *, workers: int = 1, min_rows: int | None = None) -> None:
+    """Several of HMMER's outputs of the same queries at once: ``outputs``, ``(path, TableStream)``
+    pairs, each written whole (head, the queries ``per_query`` of :func:`per_query_hits`, tail) and put
+    in place as :func:`~hmmcascade.outfiles.open_output` does.  The queries' text is made by up to
+    ``workers`` forked processes where there are at least ``min_rows`` hits (default:
+    :data:`~hmmcascade.text_workers.PARALLEL_MIN_ROWS`; :mod:`hmmcascade.text_workers`)."""
+    from contextlib import ExitStack
+
+    from .text_workers import PARALLEL_MIN_ROWS, query_texts
+
+    streams = [stream for _, stream in outputs]
+    with ExitStack() as stack:
+        for (path, stream) in outputs:
+            stream.start(stack.enter_context(open_output(path)))
+            stream.fh.flush()  # (nothing buffered when the workers fork)
+        for texts in query_texts(streams, per_query, workers=workers,
+                                 min_rows=PARALLEL_MIN_ROWS if min_rows is None else min_rows):
+            for stream, text in zip(streams, texts):
+                stream.add_text(text)
+        for stream in streams:
+            stream.close()
 
 
 def _write_stream(path, kind, hits, queries, inc_by_E, **kw) -> None:
@@ -402,11 +425,13 @@ class QueryHits(list):
         self.inc_by_E = inc_by_E
 
 
-def per_query_hits(hits, queries, inc_by_E, first: int = 0) -> QueryHits:
+def per_query_hits(hits, queries, inc_by_E, first: int = 0, ordered: bool = False) -> QueryHits:
     """(QueryInfo, that query's hits in HMMER's order) per query, in model order; hits checked first.
 
     ``queries``: the models numbered ``first``, ``first + 1``, ... (a block of a whole search's).
-    The hits are sorted at once (:func:`hit_order` by model), not query by query."""
+    The hits are sorted at once (:func:`hit_order` by model), not query by query; ``ordered``: they
+    are in that order already (a search's records, :func:`hmmcascade.cascade.search`, sorted for the
+    same ``inc_by_E``), only cut per model (a ValueError if the models are not in order)."""
     if isinstance(hits, QueryHits):
         if hits.inc_by_E != inc_by_E:
             raise ValueError("per_query_hits: hits sorted for another inc_by_E")
@@ -414,12 +439,19 @@ def per_query_hits(hits, queries, inc_by_E, first: int = 0) -> QueryHits:
     for i, h in enumerate(hits):
         if not isinstance(h, Hit):
             raise TypeError(f"hits[{i}]: expected a hmmcascade.results.Hit, got {type(h).__name__}")
-        if h.reported and not 0 <= h.best_domain < len(h.domains):
+        if h.reported and not 0 <= h.best_domain < h.ndom:
             raise ValueError(f"hit {h.model_name} x {h.target_name}: best_domain {h.best_domain} is not one of "
-                             f"its {len(h.domains)} domains")
+                             f"its {h.ndom} domains")
     groups: dict[int, list[Hit]] = {}
-    for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist():  # (each model's hits in HMMER's order)
-        groups.setdefault(hits[i].model, []).append(hits[i])
+    if ordered:
+        model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=len(hits))
+        if (np.diff(model) < 0).any():
+            raise ValueError("per_query_hits: hits said to be ordered are not in model order")
+        cuts = [0, *(np.flatnonzero(np.diff(model)) + 1).tolist(), len(hits)]
+        groups = {int(model[a]): hits[a:b] for a, b in zip(cuts, cuts[1:]) if b > a}
+    else:
+        for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist():  # (each model's hits, HMMER's order)
+            groups.setdefault(hits[i].model, []).append(hits[i])
     if queries is None:
         models = sorted(groups)
         queries = {m: QueryInfo(groups[m][0].model_name, groups[m][0].model_acc, "", groups[m][0].model_length)
@@ -523,6 +555,7 @@ class progress_printer:
         self.state = None
         self.lock = threading.Lock()
         self.stopped = threading.Event()
+        self._thread = None
 
     def __call__(self, done, total):
         with self.lock:
@@ -558,9 +591,12 @@ class progress_printer:
     def __enter__(self):
         import threading
 
-        threading.Thread(target=self._beat, name="hmmcascade-progress", daemon=True).start()
+        self._thread = threading.Thread(target=self._beat, name="hmmcascade-progress", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self.stopped.set()
+        if self._thread is not None:
+            self._thread.join()  # (ended: no thread of this printer left when the outputs' workers fork)
         return False
