@@ -100,6 +100,23 @@ class ThreadSampler:
                 print(f"      {c * self.interval:7.3f}s  {key}", file=buf)
 
 
+def report_tables(buf, res) -> None:
+    """The seconds of the steps of writing the search's tblout and domtblout (as the command line does)."""
+    from hmmcascade.output import TableStream, per_query_hits
+
+    t = time.perf_counter()
+    by_query = per_query_hits(res.records, None, True)
+    t1 = time.perf_counter()
+    n_doms = sum(len(h.domains) for h in res.records)  # (the first read makes the batches' Domain records)
+    t2 = time.perf_counter()
+    n = {}
+    for kind in ("tblout", "domtblout"):
+        t3 = time.perf_counter()
+        n[kind] = (len(TableStream(kind, Z=res.Z).lines(by_query, header=True)), time.perf_counter() - t3)
+    print(f"\ntables: {len(res.records)} hits, {n_doms} domains; per_query_hits {t1 - t:.2f}s, domain records "
+          f"{t2 - t1:.2f}s, " + ", ".join(f"{k} {c} lines {s:.2f}s" for k, (c, s) in n.items()), file=buf)
+
+
 def report_overlap(buf, ev) -> None:
     """Per kernel name: its summed time, and its time alone on the device (no other kernel name
     running): what the device's busy span would lose at most if that kernel took no time."""
@@ -178,6 +195,9 @@ def main() -> int:
     ap.add_argument("--sample", type=float, default=None, metavar="SECONDS",
                     help="instead of cProfile: sample every thread's stack at this interval (wall time per "
                          "thread, by innermost frame and by innermost hmmcascade function)")
+    ap.add_argument("--tables", action="store_true",
+                    help="after the search: the seconds of what writing tblout and domtblout takes (the hits per "
+                         "query sorted, the domain records made, each table's lines)")
     args = ap.parse_args()
 
     if args.batches:
@@ -316,6 +336,8 @@ def main() -> int:
     if not sampler:
         print("\n---- callers of the functions with the most own time ----", file=buf)
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_callers(8)
+    if args.tables:
+        report_tables(buf, res)
     text = buf.getvalue()
     print(text)
     if args.out:
