@@ -222,13 +222,27 @@ def reported_counts(hits) -> tuple[int, int]:
     return n_hits, n_domains + sum(int(src.reported.sum()) for src in sources.values())
 
 
+def make_domains_of(hits) -> None:
+    """The Domain records of these hits made now, in bulk per batch and only theirs
+    (:meth:`~hmmcascade.domaindef.records.DomainSource.make_some`), where none of their batch's are made
+    yet: for a process that reads a run of queries' hits (a forked text worker), each of which would
+    otherwise make every record of each batch it touches."""
+    groups: dict[int, tuple] = {}
+    for h in hits:
+        d = h.domains
+        if isinstance(d, DomainList) and hasattr(d._source, "make_some"):
+            groups.setdefault(id(d._source), (d._source, []))[1].append(d._k)
+    for source, ks in groups.values():
+        source.make_some(ks)
+
+
 class DomainList(Sequence):
     """A hit's domains as a read-only sequence, made from its batch's arrays when first read.
 
     A search's records hold these instead of lists: the batch's Domain and Alignment objects
     (several per hit) are made all at once the first time any of its hits' domains is read
-    (``source.lists()``: one list per hit of the batch), so a search that is only counted or
-    sorted never makes them.  Equal to a list of the same domains; pickles and copies as a list."""
+    (``source.hit(k)``, else ``source.lists()``: one list per hit of the batch), so a search that is
+    only counted or sorted never makes them.  Equal to a list of the same domains; pickles and copies as a list."""
 
     __slots__ = ("_source", "_k", "_n")
 
@@ -236,7 +250,8 @@ class DomainList(Sequence):
         self._source, self._k, self._n = source, k, n
 
     def _items(self) -> list:
-        return self._source.lists()[self._k]
+        hit = getattr(self._source, "hit", None)
+        return hit(self._k) if hit is not None else self._source.lists()[self._k]
 
     def __len__(self) -> int:
         return self._n

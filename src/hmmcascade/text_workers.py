@@ -67,8 +67,11 @@ def _child_start() -> None:
 
 
 def _run_text(k: int) -> list[str]:
+    from .results import make_domains_of
+
     streams, per_query, runs, header = _JOB
     lo, hi = runs[k]
+    make_domains_of(h for _, qhits in per_query[lo:hi] for h in qhits)  # (this run's records only)
     return _text(streams, per_query[lo:hi], header and k == 0)
 
 

@@ -305,6 +305,16 @@ class PairDomainsBatch(Sequence):
             return [made[p] for p in pairs]
 
 
+@dataclass
+class _Flags:
+    """E-values and flags over some hits' domains, in order (:meth:`DomainSource.make_some`)."""
+
+    c_evalue: np.ndarray
+    i_evalue: np.ndarray
+    reported: np.ndarray
+    included: np.ndarray
+
+
 class DomainSource:
     """The Domain records of a batch's hits (pairs ``P`` of a :class:`PairDomainsBatch`, in the
     records' order), made all at once when one is first read (:class:`~hmmcascade.results.DomainList`).
@@ -334,9 +344,43 @@ class DomainSource:
     def lists(self) -> list[list[Domain]]:
         """Every hit's Domain records (made on the first call)."""
         with self._lock:
+            return self._all()
+
+    def hit(self, k: int) -> list[Domain]:
+        """Hit ``k``'s Domain records: every hit's are made on the first call, unless :meth:`make_some`
+        made some first (then those, and this hit's if it was not among them)."""
+        with self._lock:
             if self._lists is None:
-                self._lists = self.pds.domains(self.P, flags=self)
-            return self._lists
+                return self._all()[k]
+            if self._lists[k] is None:
+                self._make([k])
+            return self._lists[k]
+
+    def make_some(self, ks) -> None:
+        """Make the Domain records of hits ``ks`` (indices among this batch's hits) not made yet, at once,
+        without the others' (made later where read).  For a process that reads a few hits of many batches
+        (a forked text worker of :mod:`hmmcascade.text_workers`), which would otherwise make every hit's
+        records of each batch it touches."""
+        with self._lock:
+            self._make(ks)
+
+    def _all(self) -> list[list[Domain]]:
+        if self._lists is None:
+            self._lists = self.pds.domains(self.P, flags=self)
+        elif any(recs is None for recs in self._lists):  # (after make_some)
+            self._make([k for k, recs in enumerate(self._lists) if recs is None])
+        return self._lists
+
+    def _make(self, ks) -> None:
+        if self._lists is None:
+            self._lists = [None] * len(self.nd)
+        ks = np.unique(np.asarray([k for k in ks if self._lists[k] is None], dtype=np.int64))
+        if not len(ks):
+            return
+        idx = segment_ranges(self.first[ks], self.nd[ks])
+        flags = _Flags(self.c_evalue[idx], self.i_evalue[idx], self.reported[idx], self.included[idx])
+        for k, recs in zip(ks.tolist(), self.pds.domains(self.P[ks], flags=flags)):
+            self._lists[k] = recs
 
     def set_flags(self, **values) -> None:
         """Set ``c_evalue``, ``i_evalue``, ``reported``, ``included`` (arrays over the domains);
@@ -345,7 +389,7 @@ class DomainSource:
             for name, v in values.items():
                 getattr(self, name)[:] = v
             if self._lists is not None:
-                doms = [d for ds in self._lists for d in ds]
+                doms = [d for ds in self._all() for d in ds]
                 for name in values:
                     for d, v in zip(doms, getattr(self, name).tolist()):
                         setattr(d, name, v)
