@@ -54,7 +54,7 @@ def test_split_models_cuts_consecutive_runs_even_in_nodes():
 
 def test_auto_parts_take_a_gpu_and_a_large_search(monkeypatch):
     """auto: AUTO_PARTS on a GPU for a search of AUTO_CELLS cells or more (models' nodes x residues; a FASTA
-    file's residues estimated from its size), 2 from AUTO_CELLS_TWO, else 1; a count is kept (at most the models); standard
+    file's residues estimated from its size), else 1; a count is kept (at most the models); standard
     input or per-protein outputs: one part, or one line for a count above 1."""
     import argparse
 
@@ -64,10 +64,8 @@ def test_auto_parts_take_a_gpu_and_a_large_search(monkeypatch):
     def args(parts, seqs=str(SEQS)):
         return argparse.Namespace(model_parts=parts, hmms=str(HMMS), seqs=seqs)
 
-    assert cells < search_parts.AUTO_CELLS_TWO < search_parts.AUTO_CELLS
+    assert cells < search_parts.AUTO_CELLS
     assert parts_of(args("auto"), db, 0, len(db), True, True) == 1  # (the embedded default: seconds)
-    monkeypatch.setattr(search_parts, "AUTO_CELLS_TWO", cells)
-    assert parts_of(args("auto"), db, 0, len(db), True, True) == 2
     monkeypatch.setattr(search_parts, "AUTO_CELLS", cells)
     assert parts_of(args("auto"), db, 0, len(db), True, True) == search_parts.AUTO_PARTS == 3
     assert parts_of(args("auto"), db, 0, len(db), False, True) == 1  # (a CPU device)
@@ -75,8 +73,6 @@ def test_auto_parts_take_a_gpu_and_a_large_search(monkeypatch):
     assert parts_of(args("auto", "-"), db, 0, len(db), True, True) == 1
     assert parts_of(args("auto"), db, 4, 5, True, True) == 1  # (one model)
     monkeypatch.setattr(search_parts, "AUTO_CELLS", cells * 1.01)
-    assert parts_of(args("auto"), db, 0, len(db), True, True) == 2
-    monkeypatch.setattr(search_parts, "AUTO_CELLS_TWO", cells * 1.01)
     assert parts_of(args("auto"), db, 0, len(db), True, True) == 1
     assert parts_of(args("4"), db, 0, len(db), False, True) == 4 and parts_of(args("9"), db, 3, 5, True, True) == 2
     with pytest.raises(ValueError, match="not the per-protein tables"):

@@ -514,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model-parts", metavar="N", type=_parts_arg, default="auto",
                    help="search the models as N parts at once, a process each on the same device with 1/N of its "
                         "memory budget (one part's host work runs while the device works on another's); auto: 3 "
-                        "for pressed models on a GPU and a search of 2e13 cells or more, 2 from 1e13, else 1. With N > 1: HMMER's outputs (-o, --tblout, "
+                        "for pressed models on a GPU and a search of 2e13 cells or more, else 1. With N > 1: HMMER's outputs (-o, --tblout, "
                         "--domtblout, --pfamtblout), --hits as a folder (--hits-parts) and --stats, not the "
                         "per-protein tables (auto takes 1 with those) (default auto)")
     r.add_argument("--model-range", type=_range_arg, default=None, help=argparse.SUPPRESS)  # (a part's models)

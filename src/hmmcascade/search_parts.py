@@ -14,8 +14,8 @@ the whole file's model numbers) and their statistics one ``--stats`` file, as on
 would: Z is the number of targets (or ``-Z``) in every part, and each of HMMER's thresholds is the
 hit's own model's (domZ: the model's reported targets), so the hits are the same.
 
-``auto`` (the default) gives N = :data:`AUTO_PARTS` (3) for pressed models on a GPU and a search of at
-least :data:`AUTO_CELLS` cells (models' nodes × targets' residues), 2 from :data:`AUTO_CELLS_TWO`, else 1.  The parts write HMMER's outputs
+``auto`` (the default) gives N = :data:`AUTO_PARTS` for pressed models on a GPU and a search of at least
+:data:`AUTO_CELLS` cells (models' nodes × targets' residues), else 1.  The parts write HMMER's outputs
 (``-o``, ``--tblout``, ``--domtblout``, ``--pfamtblout``: each part's queries, between one head and tail
 written here), ``--hits`` as a folder (``--hits-parts``) and ``--stats``; not the tables that list
 proteins (pfam_scan's, GFF3, InterProScan's, the protein summary), which need every model's hits of a
@@ -35,18 +35,14 @@ import time
 
 from .text_workers import usable_cpus
 
-__all__ = ["AUTO_CELLS", "AUTO_CELLS_TWO", "AUTO_PARTS", "parts_of", "search_in_parts", "split_models"]
+__all__ = ["AUTO_CELLS", "AUTO_PARTS", "parts_of", "search_in_parts", "split_models"]
 
-#: ``auto``: a search of at least this many cells (nodes × residues) on a GPU runs as :data:`AUTO_PARTS`
-#: parts (H100, a fifth of Pfam-A-sized models × 561,960 proteins: 3 parts 11% sooner than 2, with the
-#: same host memory)
+#: ``auto``: a search of at least this many cells (nodes × residues) on a GPU runs as two parts; a
+#: smaller one (seconds) as one, where a second process's start (imports, device, kernels from the
+#: cache: about a second) would cost more than it saves
 AUTO_CELLS = 2e13
+#: ``auto``'s parts on a GPU (H100, the search above: 3 parts 11% sooner than 2, with the same host memory)
 AUTO_PARTS = 3
-#: ... and one of at least this many as two (H100, Pfam-A-sized models × proteins_dev, 1.1e13 cells, the
-#: command line's whole process: 2 parts 10.2 s, 3 parts 11.0 s, one 12.3 s); a smaller one (seconds) as one,
-#: where a second process's start (imports, device, kernels from the cache: about a second) costs more
-#: than it saves
-AUTO_CELLS_TWO = 1e13
 
 
 def split_models(db, first: int, stop: int, n: int) -> list[tuple[int, int]]:
@@ -80,8 +76,7 @@ def parts_of(args, db, first: int, stop: int, is_gpu: bool, cuttable: bool) -> i
         if not (is_gpu and cuttable and stop - first >= 2):
             return 1
         nodes = float(db.subset(first, stop).nodes)
-        cells = nodes * _residues(args.seqs)
-        return AUTO_PARTS if cells >= AUTO_CELLS else 2 if cells >= AUTO_CELLS_TWO else 1
+        return AUTO_PARTS if nodes * _residues(args.seqs) >= AUTO_CELLS else 1
     n = int(asked)
     if n > 1 and not cuttable:
         raise ValueError("--model-parts N (N > 1) writes HMMER's outputs (-o, --tblout, --domtblout, --pfamtblout), "

@@ -78,7 +78,7 @@ rule search_batch:
     # one GPU per search job: the default profile (workflow/profiles/default) makes a plain
     # `snakemake --cores N` run one at a time per GPU (--resources gpu=N with N GPUs), while the
     # CPU jobs (press, prepare, merge, compare) run beside it. Each job searches its models as config
-    # model_parts processes on its GPU (auto: 3 for a job of 2e13 cells or more, 2 from 1e13; hmmcascade.search_parts),
+    # model_parts processes on its GPU (auto: 3 for a job of 2e13 cells or more; hmmcascade.search_parts),
     # so that one's host work runs while the GPU works on another's
     resources:
         gpu=1,
