@@ -370,3 +370,25 @@ def _hit(model, target, name, *, evalue_lnP=-30.0, reported=True, name_len=None,
                lnP=evalue_lnP, evalue=0.0, nexpected=1.1, nregions=1, nclustered=0, noverlaps=0, nenvelopes=1,
                best_domain=0, reported=reported, included=reported,
                domains=[_domain(10, 60, ali_from, ali_from + 50)])
+
+
+class _KilledStream:
+    """A stream whose text is never made: its worker process is killed (SIGKILL) while making it."""
+
+    def lines(self, per_query, header):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_killed_text_worker_is_one_error_and_no_file(tmp_path):
+    """A text worker killed (the OOM killer's way) fails the write with one OSError line naming the way
+    out, and the output is not left behind."""
+    per_query = [(QueryInfo(f"q{i}"), [None] * 3) for i in range(8)]
+    with pytest.raises(OSError, match=r"^a process making the outputs' text ended abnormally .*--cpu 0"):
+        list(query_texts([_KilledStream()], per_query, workers=2, min_rows=0))
+    stream = TableStream("tblout", Z=1)
+    stream.lines = _KilledStream().lines  # (a real stream, its text made by the killed worker)
+    with pytest.raises(OSError, match="ended abnormally"):
+        write_streams([(tmp_path / "t.tbl", stream)], per_query, workers=2, min_rows=0)
+    assert list(tmp_path.iterdir()) == []

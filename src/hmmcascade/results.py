@@ -229,7 +229,7 @@ def make_domains_of(hits) -> None:
     otherwise make every record of each batch it touches."""
     groups: dict[int, tuple] = {}
     for h in hits:
-        d = h.domains
+        d = getattr(h, "domains", None)
         if isinstance(d, DomainList) and hasattr(d._source, "make_some"):
             groups.setdefault(id(d._source), (d._source, []))[1].append(d._k)
     for source, ks in groups.values():

@@ -96,7 +96,7 @@ def query_texts(streams, per_query, *, header: bool = True, workers: int = 1, mi
         yield _text(streams, per_query, header)
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 
     runs = run_bounds(rows, workers * RUNS_PER_WORKER)
     workers = min(workers, len(runs))
@@ -109,16 +109,23 @@ def query_texts(streams, per_query, *, header: bool = True, workers: int = 1, mi
         # (the fork context starts every worker at once, from this thread, before the pool's own thread)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                  initializer=_child_start) as pool:
-            todo, pending = iter(range(len(runs))), deque()
-            for k in todo:
-                pending.append(pool.submit(_run_text, k))
-                if len(pending) >= 2 * workers:
-                    break
-            while pending:
-                texts = pending.popleft().result()
+            try:
+                todo, pending = iter(range(len(runs))), deque()
                 for k in todo:
                     pending.append(pool.submit(_run_text, k))
-                    break
-                yield texts
+                    if len(pending) >= 2 * workers:
+                        break
+                while pending:
+                    texts = pending.popleft().result()
+                    for k in todo:
+                        pending.append(pool.submit(_run_text, k))
+                        break
+                    yield texts
+            except BaseException:  # (an error, SIGTERM, the caller gone: the runs not started are dropped)
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    except BrokenExecutor:
+        raise OSError("a process making the outputs' text ended abnormally (killed, or out of memory); "
+                      "--cpu 0 makes the text in the search's process") from None
     finally:
         _JOB = None
