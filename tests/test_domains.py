@@ -148,3 +148,19 @@ def test_find_regions_simple_and_multidomain():
     b2[26] = e2[25] = 0.5  # half the posterior mass ends at 25 and restarts at 26
     regions = find_regions(np.cumsum(b2).astype(np.float32), np.cumsum(e2).astype(np.float32), mocc2)
     assert regions == [(10, 40, True)]
+
+
+def test_display_tables_match_line_bits_are_each_models_emissions(default_db):
+    """DisplayTables.positive (made when first read): bit x of node k of model m is set exactly where
+    model m's match emission odds of residue code x at node k exceed 1, as the per-model table says."""
+    from hmmcascade.domaindef.alignment import DisplayTables
+    from hmmcascade.profiles import KP
+
+    tables = DisplayTables(default_db)
+    bits = tables.positive
+    for m in range(len(default_db)):
+        odds = default_db.emission(default_db.fwd_msc_f32, m)  # [KP, M]
+        node = tables.node_off[m] + np.arange(int(default_db.M[m]))
+        want = ((odds > 1.0).astype(np.uint32) << np.arange(KP, dtype=np.uint32)[:, None]).sum(axis=0)
+        assert np.array_equal(bits[node], want.astype(np.uint32)), m
+    assert tables.cons.shape == bits.shape and tables.has_rf.shape == (len(default_db),)

@@ -14,6 +14,7 @@ codes (``AMINO``).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from operator import itemgetter
 
@@ -54,26 +55,54 @@ class DisplayTables:
 
     ``cons``, ``rf``, ``cs``: the model's consensus, RF and CS characters ('.' for models
     without RF / CS: ``has_rf``, ``has_cs``); ``positive``: bit x set where the match emission
-    odds of residue code x is > 1 (the '+' of the match line).
+    odds of residue code x is > 1 (the '+' of the match line).  These are made when one is first
+    read: only a search that makes alignment text needs them (for Pfam-A's 3.8 M nodes about a
+    second of the records thread, the search's busiest, on its first batch).
     """
 
     def __init__(self, db: ProfileDB):
         M = db.M.astype(np.int64)
         self.M = M
         self.node_off = segment_starts(M)
-        nodes = int(M.sum())
-        self.has_rf = np.array([len(str(x)) > 0 for x in db.rf], dtype=bool)
-        self.has_cs = np.array([len(str(x)) > 0 for x in db.cs], dtype=bool)
-        self.cons = _node_chars(db.consensus, M, "x")
-        self.rf = _node_chars(db.rf, M, ".")
-        self.cs = _node_chars(db.cs, M, ".")
-        model = np.repeat(np.arange(len(M)), M)
-        k0 = np.arange(nodes, dtype=np.int64) - np.repeat(self.node_off, M)
-        base = db.emis_off.astype(np.int64)[model] + k0
-        self.positive = np.zeros(nodes, dtype=np.uint32)
-        for x in range(KP):
-            self.positive |= (db.fwd_msc_f32[base + x * M[model]] > 1.0).astype(np.uint32) << np.uint32(x)
         self.evparams = db.evparams
+        self._db_columns = (db.consensus, db.rf, db.cs, db.fwd_msc_f32, db.emis_off)  # (until the text's are made)
+        self._text: dict | None = None
+        self._lock = threading.Lock()
+
+    def _text_tables(self) -> dict:
+        with self._lock:
+            if self._text is None:
+                consensus, rf, cs, msc, emis_off = self._db_columns
+                M = self.M
+                self._text = {"has_rf": np.array([len(str(x)) > 0 for x in rf], dtype=bool),
+                              "has_cs": np.array([len(str(x)) > 0 for x in cs], dtype=bool),
+                              "cons": _node_chars(consensus, M, "x"), "rf": _node_chars(rf, M, "."),
+                              "cs": _node_chars(cs, M, "."), "positive": _positive_bits(msc, emis_off, M, self.node_off)}
+                self._db_columns = None
+            return self._text
+
+    has_rf = property(lambda self: self._text_tables()["has_rf"])
+    has_cs = property(lambda self: self._text_tables()["has_cs"])
+    cons = property(lambda self: self._text_tables()["cons"])
+    rf = property(lambda self: self._text_tables()["rf"])
+    cs = property(lambda self: self._text_tables()["cs"])
+    positive = property(lambda self: self._text_tables()["positive"])
+
+
+def _positive_bits(msc: np.ndarray, emis_off: np.ndarray, M: np.ndarray, node_off: np.ndarray) -> np.ndarray:
+    """Per node, bit x set where ``msc[emis_off[m] + x M[m] + k - 1] > 1`` (each model's KP x M table)."""
+    nodes = int(M.sum())
+    Mn = np.repeat(M, M)  # (each node's model length)
+    idx = np.arange(nodes, dtype=np.int64) - np.repeat(node_off, M) + np.repeat(emis_off.astype(np.int64), M)
+    out = np.zeros(nodes, dtype=np.uint32)
+    bit = np.empty(nodes, dtype=np.uint32)
+    for x in range(KP):
+        if x:
+            idx += Mn
+        np.greater(msc[idx], 1.0, out=bit, casting="unsafe")
+        bit <<= np.uint32(x)
+        out |= bit
+    return out
 
 
 def _node_chars(lines, M: np.ndarray, fill: str) -> np.ndarray:
