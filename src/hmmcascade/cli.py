@@ -26,7 +26,7 @@ from .cli_common import (add_annotations, add_hmmer_tables, add_thresholds, load
 from .cli_genomes import add_genome_parsers
 from .cli_merge import add_compare_parser, add_merge_parser
 from .io import InputError
-from .outfiles import OutputError, OutputSet, open_output
+from .outfiles import OutputError, OutputSet
 
 __all__ = ["main"]
 
@@ -212,7 +212,7 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
     searched, numbered from ``first`` (a shard's, a part's); ``ordered``: ``hits`` are a search's
     records, in model order and each model's in HMMER's."""
     from .output import per_query_hits, query_infos, write_streams
-    from .text_workers import query_texts
+    from .text_workers import text_workers
 
     queries = query_infos(db) if db is not None else None
     inc_by_E = th.cut is None and th.incT is None
@@ -220,17 +220,10 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
               if paths.get(option) and paths[option] != os.devnull]  # (-o /dev/null: no main output, none made)
     if tables:
         by_query = per_query_hits(hits, queries, inc_by_E, first, ordered=ordered)  # (sorted once for all)
-        streams = [(path, _table_stream(args, kind, th, Z)) for path, kind in tables]
-        part = getattr(args, "table_part", None)
-        if part is None:
-            write_streams(streams, by_query, workers=_text_workers(args))
-        else:  # (a part of a search in parts: its queries' text alone; the head and tail are the parent's)
-            with contextlib.ExitStack() as stack:
-                files = [stack.enter_context(open_output(path)) for path, _ in streams]
-                for texts in query_texts([s for _, s in streams], by_query, header=part == 0,
-                                         workers=_text_workers(args)):
-                    for fh, text in zip(files, texts):
-                        fh.write(text)
+        part = getattr(args, "table_part", None)  # (a part of a search in parts: the head and tail are the parent's)
+        write_streams([(path, _table_stream(args, kind, th, Z)) for path, kind in tables], by_query,
+                      workers=getattr(args, "text_workers", None) or text_workers(args.cpu), part=part)
+        if part is not None:
             return
     if args.pfamscan or args.gff3 or args.ipr_tsv or args.protein_summary:
         from .annotate import (sequence_md5s, write_gff3, write_interproscan_tsv, write_pfam_scan,
@@ -247,17 +240,6 @@ def _write_outputs(args, paths, hits, th: Thresholds, Z: float, db=None, query_f
                                    descriptions=descriptions)
         if args.protein_summary:
             write_protein_summary(args.protein_summary, reported, families)
-
-
-def _text_workers(args) -> int:
-    """Forked processes making HMMER's outputs' text (:mod:`hmmcascade.text_workers`): ``--cpu``'s
-    count (0: none), else one per CPU this process may use; a part of a search in parts, its share."""
-    from .text_workers import usable_cpus
-
-    n = getattr(args, "text_workers", None)
-    if n is None:
-        n = args.cpu if args.cpu is not None else usable_cpus()
-    return max(1, n)
 
 
 def cmd_devices(args) -> int:

@@ -175,12 +175,15 @@ def write_alignments(path, hits, *, Z: float, domZ: float | None = None, queries
                   query_file=query_file, target_file=target_file)
 
 
-def write_streams(outputs, per_query, *, workers: int = 1, min_rows: int | None = None) -> None:
+def write_streams(outputs, per_query, *, workers: int = 1, min_rows: int | None = None,
+                  part: int | None = None) -> None:
     """Several of HMMER's outputs of the same queries at once: ``outputs``, ``(path, TableStream)``
     pairs, each written whole (head, the queries ``per_query`` of :func:`per_query_hits`, tail) and put
-    in place as :func:`~hmmcascade.outfiles.open_output` does.  The queries' text is made by up to
-    ``workers`` forked processes where there are at least ``min_rows`` hits (default:
-    :data:`~hmmcascade.text_workers.PARALLEL_MIN_ROWS`; :mod:`hmmcascade.text_workers`)."""
+    in place as :func:`~hmmcascade.outfiles.open_output` does; ``part``: the queries' text alone, part
+    ``part`` of a search in parts (the table header in part 0; the head and tail are the whole
+    search's).  The queries' text is made by up to ``workers`` forked processes where there are at
+    least ``min_rows`` hits (default: :data:`~hmmcascade.text_workers.PARALLEL_MIN_ROWS`;
+    :mod:`hmmcascade.text_workers`)."""
     from contextlib import ExitStack
 
     from .text_workers import PARALLEL_MIN_ROWS, query_texts
@@ -188,14 +191,15 @@ def write_streams(outputs, per_query, *, workers: int = 1, min_rows: int | None 
     streams = [stream for _, stream in outputs]
     with ExitStack() as stack:
         for (path, stream) in outputs:
-            stream.start(stack.enter_context(open_output(path)))
+            stream.start(stack.enter_context(open_output(path)), head=part is None)
             stream.fh.flush()  # (nothing buffered when the workers fork)
-        for texts in query_texts(streams, per_query, workers=workers,
+        for texts in query_texts(streams, per_query, header=not part, workers=workers,
                                  min_rows=PARALLEL_MIN_ROWS if min_rows is None else min_rows):
             for stream, text in zip(streams, texts):
                 stream.add_text(text)
-        for stream in streams:
-            stream.close()
+        if part is None:
+            for stream in streams:
+                stream.close()
 
 
 def _write_stream(path, kind, hits, queries, inc_by_E, **kw) -> None:
@@ -445,9 +449,10 @@ def per_query_hits(hits, queries, inc_by_E, first: int = 0, ordered: bool = Fals
     groups: dict[int, list[Hit]] = {}
     if ordered:
         model = np.fromiter(map(attrgetter("model"), hits), dtype=np.int64, count=len(hits))
-        if (np.diff(model) < 0).any():
+        step = np.diff(model)
+        if (step < 0).any():
             raise ValueError("per_query_hits: hits said to be ordered are not in model order")
-        cuts = [0, *(np.flatnonzero(np.diff(model)) + 1).tolist(), len(hits)]
+        cuts = [0, *(np.flatnonzero(step) + 1).tolist(), len(hits)]
         groups = {int(model[a]): hits[a:b] for a, b in zip(cuts, cuts[1:]) if b > a}
     else:
         for i in hit_order(hits, inc_by_E=inc_by_E, by_model=True).tolist():  # (each model's hits, HMMER's order)

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from .text_workers import usable_cpus
+from .text_workers import text_workers
 
 __all__ = ["AUTO_CELLS", "AUTO_PARTS", "parts_of", "search_in_parts", "split_models"]
 
@@ -114,7 +114,6 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
           f"{budget / 2**30:.2f} GiB of its memory each", file=sys.stderr, flush=True)
     ctx = multiprocessing.get_context("spawn")  # (a fresh interpreter each: no OpenCL state is forked)
     procs = []
-    cpus = args.cpu if args.cpu is not None else usable_cpus()
     try:
         hmms = args.hmms
         if not (hmms.endswith(".npz") or db.is_mapped(hmms)):  # (models read from text: pressed once, here)
@@ -133,7 +132,7 @@ def search_in_parts(args, db, first: int, stop: int, n: int, device: str, budget
                         os.path.join(work, f"part{k}.{kind}"))
             part.device, part.device_memory = device, str(budget)
             part.progress_label = f"part {k + 1}/{len(ranges)}"
-            part.text_workers = max(1, cpus // len(ranges))  # (the machine's CPUs shared for the outputs' text)
+            part.text_workers = text_workers(args.cpu, len(ranges))  # (the CPUs shared for the outputs' text)
             proc = ctx.Process(target=run_part, args=(part, os.getpid()), name=f"hmmcascade-search-part{k + 1}")
             proc.start()
             procs.append(proc)

@@ -23,7 +23,7 @@ import os
 import sys
 from collections import deque
 
-__all__ = ["PARALLEL_MIN_ROWS", "query_texts", "run_bounds", "usable_cpus"]
+__all__ = ["PARALLEL_MIN_ROWS", "query_texts", "run_bounds", "text_workers", "usable_cpus"]
 
 #: below this many hits (the rows of a tblout), the text is made in this process (a fork and its
 #: first pages cost more than formatting that many rows)
@@ -78,6 +78,12 @@ def _run_text(k: int) -> list[str]:
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity: a batch system's share), at least 1."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def text_workers(cpu: int | None, share: int = 1) -> int:
+    """Forked processes making a search's outputs' text: ``--cpu``'s count (0: none), else one per CPU
+    this process may use; a part of a search in ``share`` parts, its share; at least 1 (this process)."""
+    return max(1, (cpu if cpu is not None else usable_cpus()) // share)
 
 
 def _can_fork() -> bool:
