@@ -294,9 +294,9 @@ def test_lanes_forward_matrices_equal_serial_bit_for_bit(default_regions, monkey
     assert any((x0[:, 5] > 1).any() for _, x0 in ref.values())  # (some rows rescaled)
 
 
-@pytest.mark.parametrize("local", [4, 32, 40])
+@pytest.mark.parametrize("local", [4, 6, 32, 40])
 def test_wide_forward_matrices_equal_serial_bit_for_bit(default_regions, monkeypatch, local):
-    """region_forward_wide (a work-group of 4, 32 or 40 work-items per region: every node's M, I and first
+    """region_forward_wide (a work-group of 4, 6, 32 or 40 work-items per region: every node's M, I and first
     D value in parallel, the lane sums, D->D chains and lane-crossing passes by four work-items in HMMER's
     order) gives every cell and special of envelope's mode 0 as the same float, on the default search's
     118 regions (models of 34..840 nodes), the rescaled rows included."""

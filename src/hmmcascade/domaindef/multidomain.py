@@ -68,9 +68,11 @@ RESIDUES_PER_DOMAIN = 16  #: ... or one per this many residues of a longer regio
 #: of 32).  One is the fastest on an H100 (dev-x10: 5.64 s with 1, 6.01 s with 8; serial 6.47 s, warp 5.26 s;
 #: benchmarks/results/2026-11-26_h100_region_forward_lanes.json): a region's rows differ in length
 LANES_REGIONS = 1
-#: region_forward_wide: work-items per region (a work-group; at least 4); a GPU's warp.  On an H100
-#: (2026-11-27, benchmarks/results/2026-11-27_h100_region_forward_wide.json) dev-x10's median search 5.42 s
-#: against 5.57 s with lanes (one region a group), 6.32 s serial and 5.34 s warp
+#: region_forward_wide: work-items per region (a work-group; at least 4, 8 for the M sum beside the first
+#: D pass); a GPU's warp.  On an H100 (2026-11-27, benchmarks/results/2026-11-27_h100_region_forward_wide.json)
+#: dev-x10's median search 5.42 s against 5.57 s with lanes (one region a group), 6.32 s serial and 5.34 s
+#: warp.  Its kernel seconds in dev-x10 (…_h100_dev_x10_region_forward_wide2.json): 0.104 s with 32
+#: work-items, 0.102–0.113 s with 64, 0.144 s with 128 (warp: 0.063 s)
 WIDE_LOCAL = 32
 #: region_ensemble work-items per region (a work-group) at most: a warp on NVIDIA GPUs
 #: (hmmcascade/kernels/ensemble.cl's ENS_LANES)
@@ -129,9 +131,11 @@ def region_lanes(dev) -> int:
 
 
 def wide_row_bytes(M: int) -> int:
-    """region_forward_wide's local memory for models of up to ``M`` nodes: a row's M and D cells of
-    the four lanes' Q nodes each (Q = max(2, ceil(M / 4)))."""
-    return 4 * 2 * 4 * max(2, (M - 1) // 4 + 1)
+    """region_forward_wide's local memory for models of up to ``M`` nodes: a row's M cells, its D
+    cells and the model's tDD, of the four lanes' Q nodes each (Q = max(2, ceil(M / 4))).  (Keeping
+    the row before in local memory as well, 8 x 4 Q floats, was slower on an H100: fewer work-groups
+    resident; benchmarks/results/2026-11-27_h100_dev_x10_region_forward_wide2.json.)"""
+    return 4 * 3 * 4 * max(2, (M - 1) // 4 + 1)
 
 
 def _forward_runs(Wc: np.ndarray, warp: bool) -> list[tuple[np.ndarray | None, int]]:
@@ -356,7 +360,7 @@ class RegionEnsembles:
                         scr, run_off, *keep[:8])
                 if c:  # a warp per region, C nodes per lane
                     evs_f.append(self.k_forward_warp[c](q, (kr * 32,), (32,), *args))
-                elif fwd_path == "wide" and wide_fits:  # a work-group per region: cells in parallel, chains by four
+                elif fwd_path == "wide" and wide_fits:  # a work-group per region: cells in parallel, chains by lanes
                     evs_f.append(self.k_forward_wide(q, (kr * WIDE_LOCAL,), (WIDE_LOCAL,), *args,
                                                      cl.LocalMemory(wide_bytes)))
                 elif fwd_path in ("lanes", "wide"):  # four work-items per region, LANES_REGIONS regions a work-group

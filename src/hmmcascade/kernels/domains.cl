@@ -1265,25 +1265,33 @@ __kernel void region_forward_lanes(
  * Of a row's striped Forward, the M and I cells and the first D values (M(k-1) tMD(k-1) inside a
  * lane, 0 at a lane's first node) are each one float expression of the previous row: computed for
  * every node at once, node k by work-item (k - 1) mod G.  What is a chain in HMMER's order is walked
- * by work-items 0..3, one per lane, as region_forward_lanes walks it: the lane's sum of its M cells
- * (q ascending), the D->D chain and the lane-crossing passes, then the D cells added to that sum,
- * and E = (a0 + a1) + (a2 + a3).  Those chains read and write the row's M and D cells in local
- * memory (`row`: 2 x 4 Q floats, Q of the launch's longest model; the host launches region_forward_lanes
- * where they do not fit), so a chain step waits on local memory, not on a global store made by another
- * work-item; the D cells are stored to the matrix when the chains end, rescaled where the row is.
- * The same floats as region_forward_lanes and envelope's mode 0; the same arguments and outputs, and
- * `row`.  Job = the group number, reversed (largest first).
+ * one lane (striped vector component) per work-item, as region_forward_lanes walks it:
+ *   - the D->D chain of HMMER's first pass, D(q) = c + D(q), c = D(q) tDD(q), by work-items 0..3,
+ *     and beside it the lane's sum of its M cells (q ascending), by work-items 4..7 (with fewer than
+ *     8 work-items, by 0..3 before their chains): the same loop, the sum's step being c = (c + M(q)) 1;
+ *   - each lane-crossing pass: its carry, c = c tDD(q), is a chain of products alone (work-items
+ *     0..3 write it per node); what it adds, D(q) = c(q) + D(q), and whether that changed a D (HMMER's
+ *     early end for M >= 100), is one expression per node, taken by every work-item;
+ *   - the lane's sum of E continued with its D cells (q ascending) by the work-item holding its M
+ *     sum, and E = (a0 + a1) + (a2 + a3).
+ * The chains' operands are in local memory (`row`: 3 x 4 Q floats, Q of the launch's longest model: the
+ * row's M cells (then a pass's carries), its D cells and the model's tDD; the host launches
+ * region_forward_lanes where they do not fit), so a chain step waits on local memory, not on a global
+ * store made by another work-item; the D cells are stored to the matrix when the chains end, rescaled
+ * where the row is.  The same floats as region_forward_lanes and envelope's mode 0; the same arguments
+ * and outputs, and `row`.  Job = the group number, reversed (largest first).  (No barrier sits in a
+ * branch.)
  * --------------------------------------------------------------------------------------------- */
 #if !defined(HMMC_PART) || HMMC_PART == 0
 __kernel void region_forward_wide(
     ENVELOPE_JOB_ARGS, __local float *row)
 {
-    __local float xf[4], xend[4];
-    __local int xi[4];
+    __local float xf[4], xs[4], xend[4];
+    __local int xi[3];
     const int lid = (int) get_local_id(0), G = (int) get_local_size(0);
     const int j = (int) get_num_groups(0) - 1 - (int) get_group_id(0);   /* largest first */
     if (j >= n_jobs) return;                       /* (the whole group: no barrier is skipped by part of it) */
-    const int c = lid;                             /* work-items 0..3: lane c of the chains */
+    const int c = lid & 3;                         /* the lane of this work-item's chains */
     const int s = job_seq[j], m = job_model[j];
     const int M = model_M[m];
     const int W = (M + 3) / 4 * 4;
@@ -1297,14 +1305,19 @@ __kernel void region_forward_wide(
     __global float *p = scr + scr_off[j];
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;   /* emission table layout */
     const long mrow = 3 * W, x0 = (long) (L + 1) * 3 * W;
-    const int k0 = c * Q + 1;                      /* (work-items 0..3) the lane's first node */
-    /* the current row's M and D cells of the 4 Q lane nodes (0 past M), in local memory for the chains */
-    __local float *rm = row, *rd = row + 4 * Q;
+    const int q0 = c * Q;                          /* the lane's first node, 0-based */
+    const int nq = 4 * Q;
+    const int chain = lid < 4 || (G >= 8 && lid < 8);   /* this work-item walks a chain of the first pass */
+    const int dchain = lid < 4;                    /* ... the D->D chain (else the sum of the M cells) */
+    const int esum = G >= 8 ? (lid >= 4 && lid < 8) : lid < 4;   /* it holds lane c's sum of E */
+    /* the current row's M cells (then a pass's carries) and D cells of the 4 Q lane nodes (0 past M), and tDD */
+    __local float *rm = row, *rd = row + nq, *tdd = row + 2 * nq;
 #define LC(r, st, k) p[(r) + (long) (st) * W + (k) - 1]
 #define LLD(r, st, k) ((k) <= M ? LC(r, st, k) : 0.0f)
 #define LTR(k, t) ((k) <= M ? TR(tsc_m, k, t) : 0.0f)
 #define LEM(k) ((k) <= M ? er[(((k) - 1) >> 2) * ews + (((k) - 1) & 3)] : 0.0f)
     for (int q = lid; q < 3 * W; q += G) p[q] = 0.0f;
+    for (int k = 1 + lid; k <= nq; k += G) tdd[k - 1] = LTR(k, T_DD);
     if (lid == 0) {
         p[x0 + XE] = 0.0f; p[x0 + XN] = 1.0f; p[x0 + XJ] = 0.0f;
         p[x0 + XB] = nmove; p[x0 + XC] = 0.0f; p[x0 + XSCALE] = 1.0f;
@@ -1317,8 +1330,9 @@ __kernel void region_forward_wide(
         const long rp = (long) (i - 1) * mrow, rc = (long) i * mrow;
         __global const float *er = msc_m + (int) x[i - 1] * exs;
         for (int k = M + 1 + lid; k <= W; k += G) { LC(rc, 0, k) = 0.0f; LC(rc, 1, k) = 0.0f; LC(rc, 2, k) = 0.0f; }
+        if (lid == 0) { xi[0] = 0; xi[1] = 0; xi[2] = 0; }
         /* every node of the lanes (4 Q, those past M zero): M, I and the first D values */
-        for (int k = 1 + lid; k <= 4 * Q; k += G) {
+        for (int k = 1 + lid; k <= nq; k += G) {
             const int q = (k - 1) % Q;
             const float mpv = k > 1 ? LLD(rp, 0, k - 1) : 0.0f, dpv = k > 1 ? LLD(rp, 2, k - 1) : 0.0f,
                         ipv = k > 1 ? LLD(rp, 1, k - 1) : 0.0f;
@@ -1340,45 +1354,81 @@ __kernel void region_forward_wide(
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         float xEv = 0.0f, dcv = 0.0f;
-        if (lid < 4) {
-            for (int q = 0; q < Q; q++) xEv = xEv + rm[k0 + q - 1];
-            dcv = c ? xend[c - 1] : 0.0f;
-            for (int q = 0; q < Q; q++) {
-                const int k = k0 + q;
-                const float d = dcv + (q == 0 ? 0.0f : rd[k - 1]);
-                rd[k - 1] = k <= M ? d : 0.0f;
-                dcv = d * LTR(k, T_DD);
+        if (G < 8 && lid < 4)                      /* (fewer than 8 work-items: the M sum first) */
+            for (int q = 0; q < Q; q++) xEv = xEv + rm[q0 + q];
+        if (chain) {
+            /* HMMER's first D->D pass (work-items 0..3) or the lane's sum of its M cells (4..7): one loop */
+            __local float *src = dchain ? rd : rm;
+            float acc = dchain && c ? xend[c - 1] : 0.0f;
+            /* (four nodes' operands loaded before their steps: a step then waits on the step before,
+               not on local memory) */
+#define WIDE_STEP(k, v, t) { const float d = acc + (v); if (dchain) rd[k] = (k) < M ? d : 0.0f; acc = d * (t); }
+            int q = 0;
+            for (; q + 4 <= Q; q += 4) {
+                const int k = q0 + q;              /* 0-based node */
+                const float v0 = dchain && q == 0 ? 0.0f : src[k], v1 = src[k + 1], v2 = src[k + 2],
+                            v3 = src[k + 3];
+                const float t0 = dchain ? tdd[k] : 1.0f, t1 = dchain ? tdd[k + 1] : 1.0f,
+                            t2 = dchain ? tdd[k + 2] : 1.0f, t3 = dchain ? tdd[k + 3] : 1.0f;
+                WIDE_STEP(k, v0, t0) WIDE_STEP(k + 1, v1, t1) WIDE_STEP(k + 2, v2, t2) WIDE_STEP(k + 3, v3, t3)
             }
+            for (; q < Q; q++) {
+                const int k = q0 + q;
+                WIDE_STEP(k, dchain && q == 0 ? 0.0f : src[k], dchain ? tdd[k] : 1.0f)
+            }
+#undef WIDE_STEP
+            if (dchain) dcv = acc;
+            else xEv = acc;
         }
+        if (dchain) xf[c] = dcv;
+        barrier(CLK_LOCAL_MEM_FENCE);
         int passing = 1;                           /* HMMER's lane-crossing passes not ended yet */
-        for (int jj = 1; jj < 4; jj++) {
-            if (lid < 4) xf[lid] = dcv;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (lid < 4) dcv = c ? xf[lid - 1] : 0.0f;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            int cv = 0;
-            if (passing && lid < 4)
-                for (int q = 0; q < Q; q++) {
-                    const int k = k0 + q;
-                    const float old = rd[k - 1];
-                    const float sv = dcv + old;
-                    cv = cv | (sv > old);
-                    rd[k - 1] = k <= M ? sv : 0.0f;
-                    dcv = dcv * LTR(k, T_DD);
+        for (int jj = 0; jj < 3; jj++) {
+            /* the pass's carries (right shift of the lanes' last), a chain of products per lane, into rm */
+            if (passing && dchain) {
+                dcv = c ? xf[c - 1] : 0.0f;
+                int q = 0;
+                for (; q + 4 <= Q; q += 4) {
+                    const int k = q0 + q;
+                    const float t0 = tdd[k], t1 = tdd[k + 1], t2 = tdd[k + 2], t3 = tdd[k + 3];
+                    rm[k] = dcv; dcv = dcv * t0;
+                    rm[k + 1] = dcv; dcv = dcv * t1;
+                    rm[k + 2] = dcv; dcv = dcv * t2;
+                    rm[k + 3] = dcv; dcv = dcv * t3;
                 }
+                for (; q < Q; q++) {
+                    const int k = q0 + q;
+                    rm[k] = dcv;
+                    dcv = dcv * tdd[k];
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (passing) {                         /* what the carries add, and whether it changed a D */
+                int cv = 0;
+                for (int k = lid; k < nq; k += G) {
+                    const float old = rd[k];
+                    const float sv = rm[k] + old;
+                    cv = cv | (sv > old);
+                    rd[k] = k < M ? sv : 0.0f;
+                }
+                if (cv) xi[jj] = 1;
+                if (dchain) xf[c] = dcv;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
             /* M >= 100: a pass that changed no D in any lane is the last (HMMER's early end) */
-            if (lid < 4) xi[lid] = cv;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            const int any_cv = xi[0] | xi[1] | xi[2] | xi[3];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (M >= 100 && !any_cv) passing = 0;
+            if (M >= 100 && !xi[jj]) passing = 0;
         }
-        if (lid < 4) {
-            for (int q = 0; q < Q; q++) xEv = rd[k0 + q - 1] + xEv;
-            xf[lid] = xEv;
+        if (esum) {
+            int q = 0;
+            for (; q + 4 <= Q; q += 4) {
+                const float v0 = rd[q0 + q], v1 = rd[q0 + q + 1], v2 = rd[q0 + q + 2], v3 = rd[q0 + q + 3];
+                xEv = v0 + xEv; xEv = v1 + xEv; xEv = v2 + xEv; xEv = v3 + xEv;
+            }
+            for (; q < Q; q++) xEv = rd[q0 + q] + xEv;
+            xs[c] = xEv;
         }
         barrier(CLK_LOCAL_MEM_FENCE);              /* (the lanes' D cells, before they are stored) */
-        xE = (xf[0] + xf[1]) + (xf[2] + xf[3]);
+        xE = (xs[0] + xs[1]) + (xs[2] + xs[3]);
         xN = xN * nloop;
         xC = xC * nloop + xE * emove;
         xJ = xJ * nloop + xE * eloop;
