@@ -200,7 +200,7 @@ def test_side_queue_launches_wait_for_their_uploads(default_db, default_seqs, de
     import pyopencl as cl
 
     device.to_device(np.zeros(1, dtype=np.int8))  # (the upload queue exists)
-    original = device.to_device
+    original = device.upload  # (to_device goes through it)
     timers = []
 
     def late(array):
@@ -211,7 +211,7 @@ def test_side_queue_launches_wait_for_their_uploads(default_db, default_seqs, de
         timers.append(timer)
         return original(array)
 
-    monkeypatch.setattr(device, "to_device", late)
+    monkeypatch.setattr(device, "upload", late)
     res = cascade.search(default_db, default_seqs, device, options=SearchOptions(side_queue="on"))
     for timer in timers:
         timer.join()

@@ -170,18 +170,35 @@ class Device:
                 self._side_queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
             return self._side_queue
 
-    def begin_side(self):
+    def begin_side(self, wait_for=None):
         """The side queue, made to wait for everything queued on the main queue so far (the uploads
-        and pool buffers a launch takes are ordered by the main queue).  Call it after the launch's
-        uploads (:meth:`to_device`) are queued, just before its commands: the side queue does not
-        wait for an upload queued later, and would read the buffer before the copy lands.
+        and pool buffers a launch takes are ordered by the main queue) or, given ``wait_for``, for
+        those events alone (None entries skipped).  Call it after the launch's uploads are queued,
+        just before its commands: the side queue does not wait for an upload queued later, and
+        would read the buffer before the copy lands.
+
+        ``wait_for`` must name everything the launch reads or overwrites that a command not yet
+        known done writes or reads: its uploads' events (:meth:`upload`), its pool buffers'
+        markers (:meth:`scratch_after`) and the markers of the tables it reads
+        (:meth:`marker` after they were made).  Then a side launch no longer waits for what
+        another thread queued on the main queue just before it (the next batch's Forward filter
+        behind this batch's multi-domain regions).
 
         The buffers a side launch uses must stay referenced until it is known done (read back on
         the side queue): the pool orders a buffer's reuse by the main queue alone."""
         side = self.side_queue
         cl = opencl()
-        cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(self.queue)])
+        if wait_for is None:
+            cl.enqueue_barrier(side, wait_for=[cl.enqueue_marker(self.queue)])
+        else:
+            events = [e for e in wait_for if e is not None and e.command_execution_status != CL_COMPLETE]
+            if events:
+                cl.enqueue_barrier(side, wait_for=events)
         return side
+
+    def marker(self):
+        """An event of the main queue done when everything queued on it so far is."""
+        return opencl().enqueue_marker(self.queue)
 
     @_locked
     def program(self, name: str):
@@ -297,9 +314,15 @@ class Device:
             ls = 256 if self.is_gpu else 1
             self.kernel(program, "zero_words")(queue, (-(-words // ls) * ls,), (ls,), buf, np.uint32(words))
 
-    @_locked
     def to_device(self, array: np.ndarray):
-        """A read-only device buffer holding a copy of ``array`` (from :meth:`scratch`'s pool).
+        """A read-only device buffer holding a copy of ``array`` (from :meth:`scratch`'s pool);
+        the main queue's later commands run after the copy (:meth:`upload`)."""
+        return self.upload(array)[0]
+
+    @_locked
+    def upload(self, array: np.ndarray):
+        """(a read-only device buffer holding a copy of ``array``, from :meth:`scratch`'s pool; the
+        copy's event).
 
         The copy goes through a queue of its own and the main queue waits for it: NVIDIA's OpenCL
         blocks the caller of a write on the main queue, or of a launch using a buffer made with
@@ -326,7 +349,7 @@ class Device:
         # before the copy is done, waits for it: kept here until done
         self._uploads = [e for e in self._uploads if e.command_execution_status != CL_COMPLETE]
         self._uploads.append(ev)
-        return buf
+        return buf, ev
 
     def scratch(self, nbytes: int):
         """A device buffer of at least ``nbytes`` bytes, from this device's pool.
@@ -337,6 +360,11 @@ class Device:
         has run everything queued (measured on an H100, 2026-11-21: 154 ms behind a kernel of
         154 ms, also for a buffer whose kernels had finished).  :meth:`trim` releases the free ones."""
         return self._take(nbytes)[0]
+
+    def scratch_after(self, nbytes: int):
+        """(:meth:`scratch`'s buffer, None or the marker of the main queue after its last use): a
+        launch on another queue must wait for that marker before it writes the buffer."""
+        return self._take(nbytes)
 
     @_locked
     def _take(self, nbytes: int):

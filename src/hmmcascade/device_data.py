@@ -94,6 +94,8 @@ class DeviceModels:
         del fwd_msc
         self.fwd_tsc = self._layout("trans", db.fwd_tsc_f32, 0.0)
         self.fwd_xf_e = dev.to_device(db.fwd_xf_e_f32.astype(np.float32).reshape(-1, 2))
+        #: done when every table is on the device and laid out (a side-queue launch waits for it)
+        self.ready = dev.marker()
 
     def _layout(self, kind: str, table, pad, mode: int = 0, dtype=None):
         """The kernels' layout of a flat table (a host array, or a device buffer of ``dtype``
@@ -135,6 +137,8 @@ class DeviceBatch:
     seq_xw_move: object
     seq_xf: object
     seq_p1: object
+    #: done when the batch's buffers are on the device and laid out (a side-queue launch waits for it)
+    ready: object = None
 
     @classmethod
     def upload(cls, dev: Device, seqs: SequenceSet, params: LengthParams) -> "DeviceBatch":
@@ -162,6 +166,10 @@ class DeviceBatch:
                 dev.kernel("layout", "group_residues")(dev.queue, (ng * LOCAL_SIZE,), (LOCAL_SIZE,), dsq_packed,
                                                        seq_off, seq_len, np.int32(n), d_grp_base, grouped)
         xf = np.stack([params.xf_move_f32, params.xf_loop_f32], axis=1).astype(np.float32)
+        seq_tjb = dev.to_device(params.tjb_u8.astype(np.uint8))
+        seq_xw_move = dev.to_device(params.xw_move_i16.astype(np.int16))
+        seq_xf = dev.to_device(xf)
+        seq_p1 = dev.to_device(params.p1_f32.astype(np.float32))
         return cls(
             seqs=seqs,
             params=params,
@@ -171,9 +179,10 @@ class DeviceBatch:
             dsq_packed=dsq_packed,
             seq_off=seq_off,
             seq_len=seq_len,
-            seq_tjb=dev.to_device(params.tjb_u8.astype(np.uint8)),
-            seq_xw_move=dev.to_device(params.xw_move_i16.astype(np.int16)),
-            seq_xf=dev.to_device(xf),
-            seq_p1=dev.to_device(params.p1_f32.astype(np.float32)),
+            seq_tjb=seq_tjb,
+            seq_xw_move=seq_xw_move,
+            seq_xf=seq_xf,
+            seq_p1=seq_p1,
+            ready=dev.marker(),
         )
 

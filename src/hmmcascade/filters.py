@@ -358,14 +358,20 @@ class ForwardFilter(_PairKernel):
         ``warp`` forward_warp<warp> (a warp per pair)."""
         n = len(pair_seq)
         max_Q = int(self.models.node_words[pair_model].max())
-        rows = self.dev.scratch(16 if warp else self.row_bytes * 4 * max_Q * n)
-        out = self.dev.scratch(n * 4)
+        rows, rows_free = self.dev.scratch_after(16 if warp else self.row_bytes * 4 * max_Q * n)
+        out, out_free = self.dev.scratch_after(n * 4)
         m = self.models
-        pairs = (self.dev.to_device(pair_seq), self.dev.to_device(pair_model))
+        (d_seq, seq_ev), (d_model, model_ev) = self.dev.upload(pair_seq), self.dev.upload(pair_model)
+        pairs = (d_seq, d_model)
         args = (batch.dsq_packed, batch.seq_off, batch.seq_len, batch.seq_xf, *pairs, np.int32(n), np.int32(max_Q),
                 m.fwd_msc, m.word_emis_off, m.fwd_tsc, m.word_trans_off, m.model_M, m.fwd_xf_e, rows, out)
-        # the longest models' launches (few warps or work-groups, each long) on the side queue
-        q = self.dev.begin_side() if on_side_queue(self.side_queue, warp) else self.dev.queue
+        # the longest models' launches (few warps or work-groups, each long) on the side queue, after
+        # what they read and the last users of their pool buffers alone (not behind the domain
+        # stage's launches another thread queued just before)
+        if on_side_queue(self.side_queue, warp):
+            q = self.dev.begin_side(wait_for=[m.ready, batch.ready, seq_ev, model_ev, rows_free, out_free])
+        else:
+            q = self.dev.queue
         if warp:
             ev = self.warp[warp](q, (n * 32,), (32,), *args)
         elif wg:
