@@ -123,8 +123,9 @@ def _ref_score(db, doms, n2sum, L, fwdsc, nullsc, mdl, **counts):
     fwdsc, nullsc = f32(fwdsc), f32(nullsc)
     seqbias = f32(n2sum)
     seqbias = f32(flogsum(0.0, LOG_OMEGA + float(seqbias)))
-    pre_score = f32((float(fwdsc) - float(nullsc)) / LOG2)
-    seq_score = f32((float(fwdsc) - float(f32(nullsc + seqbias))) / LOG2)
+    # (p7_Pipeline's float differences, divided by eslCONST_LOG2 in double)
+    pre_score = f32(float(f32(fwdsc - nullsc)) / LOG2)
+    seq_score = f32(float(f32(fwdsc - f32(nullsc + seqbias))) / LOG2)
     sum_score, sbias, Ld = f32(0.0), f32(0.0), 0
     for d in doms:
         if f32(f32(d.env_nats) - f32(d.correction_nats)) > 0.0:
@@ -134,8 +135,8 @@ def _ref_score(db, doms, n2sum, L, fwdsc, nullsc, mdl, **counts):
     sbias = f32(flogsum(0.0, LOG_OMEGA + float(sbias)))
     lratio = math.log(float(f32(f32(L) / f32(L + 3))))
     sum_score = f32(float(sum_score) + (L - Ld) * lratio)
-    pre2_score = f32((float(sum_score) - float(nullsc)) / LOG2)
-    sum_score = f32((float(sum_score) - float(f32(nullsc + sbias))) / LOG2)
+    pre2_score = f32(float(f32(sum_score - nullsc)) / LOG2)
+    sum_score = f32(float(f32(sum_score - f32(nullsc + sbias))) / LOG2)
     if Ld > 0 and sum_score > seq_score:
         seq_score, pre_score = sum_score, pre2_score
     tau, lam = (float(v) for v in db.evparams[mdl, 4:6])
@@ -144,7 +145,7 @@ def _ref_score(db, doms, n2sum, L, fwdsc, nullsc, mdl, **counts):
         bits = f32(float(f32(d.env_nats)) + (L - Ldom) * lratio)
         dombias = f32(flogsum(0.0, LOG_OMEGA + float(f32(d.correction_nats))))
         d.bias = float(dombias) * 1.44269504088896341
-        d.score = float(f32((float(bits) - float(f32(nullsc + dombias))) / LOG2))
+        d.score = float(f32(float(f32(bits - f32(nullsc + dombias))) / LOG2))
         d.lnP = float(stats.exp_logsurv(np.float32(d.score), tau, lam))
     return PairDomains(domains=doms, seq_score=float(seq_score), pre_score=float(pre_score),
                        sum_score=float(sum_score), **counts)

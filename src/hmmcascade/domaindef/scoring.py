@@ -135,8 +135,9 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     L = Lp[hp]
     with np.errstate(over="ignore", invalid="ignore"):
         seqbias = flogsum_f32(f32(0.0), (LOG_OMEGA + n2sum.astype(np.float64)).astype(F32))
-        pre_score = ((fwd.astype(np.float64) - nul.astype(np.float64)) / LOG2).astype(F32)
-        seq_score = ((fwd.astype(np.float64) - (nul + seqbias).astype(F32).astype(np.float64)) / LOG2).astype(F32)
+        # (p7_Pipeline's floats: the differences in float, then divided by eslCONST_LOG2 in double)
+        pre_score = ((fwd - nul).astype(np.float64) / LOG2).astype(F32)
+        seq_score = ((fwd - (nul + seqbias).astype(F32)).astype(np.float64) / LOG2).astype(F32)
         use = (env_f - corr).astype(F32) > 0.0
         dsl = dom_start[hp]
         nd = ndom[hp]
@@ -148,8 +149,8 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
         uniq, inv = np.unique(ratio, return_inverse=True)
         lratio = np.array([math.log(float(v)) for v in uniq.tolist()], dtype=np.float64)[inv]
         sum_score = (sum_env.astype(np.float64) + (L - Ld).astype(np.float64) * lratio).astype(F32)
-        pre2_score = ((sum_score.astype(np.float64) - nul.astype(np.float64)) / LOG2).astype(F32)
-        sum_score = ((sum_score.astype(np.float64) - (nul + sbias).astype(F32).astype(np.float64)) / LOG2).astype(F32)
+        pre2_score = ((sum_score - nul).astype(np.float64) / LOG2).astype(F32)
+        sum_score = ((sum_score - (nul + sbias).astype(F32)).astype(np.float64) / LOG2).astype(F32)
         override = (Ld > 0) & (sum_score > seq_score)
         seq_score = np.where(override, sum_score, seq_score)
         pre_score = np.where(override, pre2_score, pre_score)
@@ -160,7 +161,7 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
         dh = where_hp[dpair]
         bits = (env_f.astype(np.float64) + (L[dh] - dlen).astype(np.float64) * lratio[dh]).astype(F32)
         dombias = flogsum_f32(f32(0.0), (LOG_OMEGA + corr.astype(np.float64)).astype(F32))
-        dscore = ((bits.astype(np.float64) - (nul[dh] + dombias).astype(F32).astype(np.float64)) / LOG2).astype(F32)
+        dscore = ((bits - (nul[dh] + dombias).astype(F32)).astype(np.float64) / LOG2).astype(F32)
         mdl = pair_model[dpair]
         tau = tables.evparams[mdl, 4].astype(np.float64)
         lam = tables.evparams[mdl, 5].astype(np.float64)

@@ -228,7 +228,7 @@ float forward_parser_striped(__global const uchar *dsq, const int L, const int M
             const float4 sv = (float4) (inv_as_hmmer(xE));
             for (int q = 0; q < 3 * Q; q++) R[q * ws] = R[q * ws] * sv;
             p[el(xr + XSCALE, ws)] = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
+            totscale = ADD_LOG_AS_HMMER(totscale, xE);
             xE = 1.0f;
         } else {
             p[el(xr + XSCALE, ws)] = 1.0f;
@@ -236,7 +236,7 @@ float forward_parser_striped(__global const uchar *dsq, const int L, const int M
         p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
         p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
-    return totscale + LOG_AS_HMMER(xC * nmove);
+    return ADD_LOG_AS_HMMER(totscale, xC * nmove);
 }
 
 /* p7_BackwardParser, scaled by the Forward's factors (specials at fx0 + i * xrow) or its own once
@@ -456,7 +456,7 @@ float forward_matrix_striped(__global const uchar *dsq, const int L, const int M
             __global float4 *cur = words(p, ws, rc);
             for (int q = 0; q < 3 * (W >> 2); q++) cur[q * ws] = cur[q * ws] * s;
             p[el(xr + XSCALE, ws)] = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
+            totscale = ADD_LOG_AS_HMMER(totscale, xE);
             xE = 1.0f;
         } else {
             p[el(xr + XSCALE, ws)] = 1.0f;
@@ -464,7 +464,7 @@ float forward_matrix_striped(__global const uchar *dsq, const int L, const int M
         p[el(xr + XE, ws)] = xE; p[el(xr + XN, ws)] = xN; p[el(xr + XJ, ws)] = xJ;
         p[el(xr + XB, ws)] = xB; p[el(xr + XC, ws)] = xC;
     }
-    return totscale + LOG_AS_HMMER(xC * nmove);
+    return ADD_LOG_AS_HMMER(totscale, xC * nmove);
 }
 #undef NST
 #undef NST1
@@ -1239,7 +1239,7 @@ __kernel void region_forward_lanes(
                                   LC(rc, 2, k) = LC(rc, 2, k) * sc; }
                 }
                 if (c == 0) p[xr + XSCALE] = xE;
-                totscale = totscale + LOG_AS_HMMER(xE);
+                totscale = ADD_LOG_AS_HMMER(totscale, xE);
                 xE = 1.0f;
             } else if (c == 0) {
                 p[xr + XSCALE] = 1.0f;
@@ -1251,7 +1251,7 @@ __kernel void region_forward_lanes(
         }
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* the row, before the next reads its node c Q */
     }
-    if (live && c == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+    if (live && c == 0) info[j] = (float4) (ADD_LOG_AS_HMMER(totscale, xC * nmove), 0.0f, 0.0f, 0.0f);
 #undef LEM
 #undef LTR
 #undef LLD
@@ -1441,7 +1441,7 @@ __kernel void region_forward_wide(
                 LC(rc, 0, k) = LC(rc, 0, k) * sc; LC(rc, 1, k) = LC(rc, 1, k) * sc; LC(rc, 2, k) = rd[k - 1] * sc;
             }
             if (lid == 0) p[xr + XSCALE] = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
+            totscale = ADD_LOG_AS_HMMER(totscale, xE);
             xE = 1.0f;
         } else {
             for (int k = 1 + lid; k <= M; k += G) LC(rc, 2, k) = rd[k - 1];
@@ -1453,7 +1453,7 @@ __kernel void region_forward_wide(
         }
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);   /* the row, before the next reads it */
     }
-    if (lid == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+    if (lid == 0) info[j] = (float4) (ADD_LOG_AS_HMMER(totscale, xC * nmove), 0.0f, 0.0f, 0.0f);
 #undef LEM
 #undef LTR
 #undef LLD
@@ -1621,7 +1621,7 @@ __kernel void envelope_wg(
             if (xE > 1.0e4f) {
                 xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
                 sc = xE;
-                totscale = totscale + LOG_AS_HMMER(xE);
+                totscale = ADD_LOG_AS_HMMER(totscale, xE);
                 xE = 1.0f;
             }
             FX(i, XSCALE) = sc;
@@ -1643,7 +1643,7 @@ __kernel void envelope_wg(
     }
     /* the envelope score (work-item 0's) kept in local memory: PoCL 3.1 otherwise hands the
      * final region another work-item's copy of a value computed before the barriers below */
-    if (lid == 0) bc[4] = totscale + LOG_AS_HMMER(xC * nmove);
+    if (lid == 0) bc[4] = ADD_LOG_AS_HMMER(totscale, xC * nmove);
 
     /* ---- Backward (backward_matrix_striped, full rows) ---- */
     int own = 0;

@@ -97,7 +97,7 @@ void EW_NAME(
     /* ---- 1. Forward (envelope_wg's, rows stored) ---- */
 #define FS_C EW_C
 #include "forward_stored.h"
-    const float envsc = totscale + LOG_AS_HMMER(xC * nmove);   /* the same float in every lane */
+    const float envsc = ADD_LOG_AS_HMMER(totscale, xC * nmove);   /* the same float in every lane */
     barrier(CLK_GLOBAL_MEM_FENCE);                 /* lane 0's specials, read by every lane */
 
     /* ---- 2. Backward (envelope_wg's, rows stored) ---- */

@@ -112,7 +112,7 @@ void PW_NAME(
 #pragma unroll
             for (int jj = 0; jj < PW_C; jj++) { Mc[jj] *= sc; Ic[jj] *= sc; Dc[jj] *= sc; }
             scale = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
+            totscale = ADD_LOG_AS_HMMER(totscale, xE);
             xE = 1.0f;
         }
         if (lane == 0) {
@@ -124,7 +124,7 @@ void PW_NAME(
         const float nd = fw_up(Dc[PW_C - 1], 1, lane, tmp);
         pM = lane ? nm : 0.0f; pI = lane ? ni : 0.0f; pD = lane ? nd : 0.0f;
     }
-    const float fsc = totscale + LOG_AS_HMMER(xC * nmove);
+    const float fsc = ADD_LOG_AS_HMMER(totscale, xC * nmove);
     barrier(CLK_GLOBAL_MEM_FENCE);                 /* lane 0's records, read by every lane */
 
     /* ---- Backward parser ---- */

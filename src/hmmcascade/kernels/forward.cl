@@ -48,7 +48,7 @@ inline void forward_specials(const float xE, const float2 nc, const float2 xe, f
 #else
         *pscale = 1.0f / xE;
 #endif
-        *totscale = *totscale + LOG_AS_HMMER(xE);
+        *totscale = ADD_LOG_AS_HMMER(*totscale, xE);
     } else {
         *pscale = 1.0f;
     }
@@ -130,7 +130,7 @@ __kernel void forward_filter(
         const float xE = ((xEv.x + xEv.y) + (xEv.z + xEv.w)) + ((xEdv.x + xEdv.y) + (xEdv.z + xEdv.w));
         forward_specials(xE, nc, xe, &xN, &xC, &xJ, &xB, &pscale, &totscale);
     }
-    out_nats[p] = totscale + LOG_AS_HMMER(xC * nc.x);
+    out_nats[p] = ADD_LOG_AS_HMMER(totscale, xC * nc.x);
 }
 
 
@@ -233,7 +233,7 @@ __kernel void forward_wg(
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         xB = bc[0]; pscale = bc[1];
     }
-    if (lid == 0) out_nats[p] = (L > 0) ? bc[2] + LOG_AS_HMMER(bc[3] * nc.x) : LOG_AS_HMMER(0.0f * nc.x);
+    if (lid == 0) out_nats[p] = (L > 0) ? ADD_LOG_AS_HMMER(bc[2], bc[3] * nc.x) : LOG_AS_HMMER(0.0f * nc.x);
 }
 #endif
 

@@ -51,7 +51,7 @@
         if (xE > 1.0e4f) {                         /* uniform */
             xN = xN / xE; xC = xC / xE; xJ = xJ / xE; xB = xB / xE;
             sc = xE;
-            totscale = totscale + LOG_AS_HMMER(xE);
+            totscale = ADD_LOG_AS_HMMER(totscale, xE);
             xE = 1.0f;
             const float sr = inv_as_hmmer(sc);    /* sparse rescaling, as HMMER: cells * (1/xE) */
 #pragma unroll

@@ -106,7 +106,7 @@ void FW_NAME(
         pI = lane ? ni : 0.0f;
         pD = lane ? nd : 0.0f;
     }
-    if (lane == 0) out_nats[p] = (L > 0) ? totscale + LOG_AS_HMMER(xC * nc.x) : LOG_AS_HMMER(0.0f * nc.x);
+    if (lane == 0) out_nats[p] = (L > 0) ? ADD_LOG_AS_HMMER(totscale, xC * nc.x) : LOG_AS_HMMER(0.0f * nc.x);
 }
 
 #undef FW_Q

@@ -55,6 +55,14 @@
 #define LOG_AS_HMMER(x) log(x)
 #endif
 
+/* t + log(x) as HMMER's forward_engine adds a log to its float totscale (ox->totscale += log(xE);
+ * *opt_sc = ox->totscale + log(xC * move)): the sum in double, rounded to float once. */
+#ifdef cl_khr_fp64
+#define ADD_LOG_AS_HMMER(t, x) ((float) ((double) (t) + log((double) (x))))
+#else
+#define ADD_LOG_AS_HMMER(t, x) ((t) + log(x))
+#endif
+
 /* Special states of a float DP row (domains.cl, ensemble.cl): xmx[i * NX + XE ...] */
 #define XE 0
 #define XN 1

@@ -66,7 +66,7 @@ void RF_NAME(
     float Mc[RF_C], Ic[RF_C], Dc[RF_C], e[RF_C];
 #define FS_C RF_C
 #include "forward_stored.h"
-    if (lane == 0) info[j] = (float4) (totscale + LOG_AS_HMMER(xC * nmove), 0.0f, 0.0f, 0.0f);
+    if (lane == 0) info[j] = (float4) (ADD_LOG_AS_HMMER(totscale, xC * nmove), 0.0f, 0.0f, 0.0f);
 #undef FX
 #undef FROW
 #undef FS_STORE
