@@ -221,7 +221,9 @@ def test_region_forward_pairs_are_hmmers_on_the_warp_region_forward(device, pair
 # Backward rows) differs by as much.
 PR_HMMS = DATA / "printed_pairs.hmm.gz"
 PR_SEQS = DATA / "printed_pairs.faa"
-#: (model, target): (field, HMMER's printed value, ours on the H100, the model's domZ in the dev search)
+#: (model, target): (field, HMMER's printed value, ours on the H100, the model's domZ in the dev search); ours as of
+#: 2026-11-27 before the scores became HMMER's float for float (tests/test_scores_as_hmmer.py: HMMER's values
+#: with the serial kernels; with the warp kernels 5_3_exonuc and adh_short print HMMER's value too, on PoCL)
 PRINTED = {
     ("AA_permease_2", "efae|YP_005353607.1"): ("best domain i-Evalue", "3.4e-46", "3.5e-46", 45),
     ("ABC_membrane", "938293.PRJEB85.HG003685_185"): ("bias", "18.9", "18.8", 55),
