@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hmmcascade import cascade, io
+from hmmcascade import cascade, compare, io
 from hmmcascade.options import SearchOptions
 from hmmcascade.press import press
 
@@ -33,10 +33,16 @@ def _bits(x) -> int:
     return int(np.float32(x).view(np.int32))
 
 
-def test_default_search_scores_are_hmmers_float_for_float(default_db, default_seqs, device):
+@pytest.fixture(scope="module")
+def striped_search(default_db, default_seqs, device):
+    """The embedded default at Z = 2,000 with the kernels in HMMER's order."""
+    return cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000), options=STRIPED)
+
+
+def test_default_search_scores_are_hmmers_float_for_float(striped_search):
     """Every hit's score, pre-score and bias and every domain's score, bias and coordinates of the
     embedded default (Z = 2,000) are HMMER's floats."""
-    res = cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000), options=STRIPED)
+    res = striped_search
     with pyhmmer.plan7.HMMFile(str(DEFAULT_HMMS)) as f:
         hmms = list(f)
     with pyhmmer.easel.SequenceFile(str(DEFAULT_SEQS), digital=True) as f:
@@ -59,6 +65,27 @@ def test_default_search_scores_are_hmmers_float_for_float(default_db, default_se
         if ours != theirs:
             differ.append((h.model_name, h.target_name, ours, theirs))
     assert not differ, f"{len(differ)} hits differ, e.g. {differ[:2]}"
+
+
+def test_compare_counts_identical_scores_and_printed_rows(striped_search):
+    """``compare`` (the workflow's accuracy rule) says how many rows are identical, not only matched:
+    here every sequence and domain score, and every row's E-values and scores as printed."""
+    res = striped_search
+    ref = compare.run_pyhmmer(io.read_hmms(DEFAULT_HMMS), DEFAULT_SEQS, res.thresholds, res.Z, cpus=2)
+    r = compare.compare_hits(res.records, ref)
+    n, nd = r["seq_scores_compared"], r["domains_matched"]
+    assert n == r["pyhmmer_hits"] > 150 and nd == r["domains_pyhmmer"] > 300
+    assert (r["seq_scores_identical"], r["seq_rows_identical_as_printed"]) == (n, n)
+    assert (r["domain_scores_identical"], r["domains_identical_as_printed"]) == (nd, nd)
+    assert f"E-value and score as printed {n}/{n}" in compare.summary_text(r)
+    # one score off by a float's last bit is counted
+    h = next(x for x in res.records if x.reported)
+    saved = h.score
+    try:
+        h.score = float(np.nextafter(np.float32(saved), np.float32(np.inf)))
+        assert compare.compare_hits(res.records, ref)["seq_scores_identical"] == n - 1
+    finally:
+        h.score = saved
 
 
 @pytest.mark.parametrize("pair", sorted(PRINTED))

@@ -215,6 +215,16 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
     return max(inter, 0) / union
 
 
+def _printed_hit(h) -> tuple[str, str]:
+    """A hit's full-sequence E-value and score as the tblout prints them (%9.2g, %6.1f)."""
+    return f"{h.evalue:.2g}", f"{h.score:.1f}"
+
+
+def _printed_domain(d) -> tuple[str, str, str]:
+    """A domain's c-Evalue, i-Evalue and score as the domtblout prints them (%9.2g, %9.2g, %6.1f)."""
+    return f"{d.c_evalue:.2g}", f"{d.i_evalue:.2g}", f"{d.score:.1f}"
+
+
 def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
                  dom_tolerance_bits: float = 0.5, show: int = 50) -> dict:
     """Sequence- and domain-level agreement of our reported hits with pyhmmer's (``ref``: pyhmmer's
@@ -232,9 +242,12 @@ def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
         seq_rows.append({"query": key[0], "target": key[1], "ours": mine[key].score, "pyhmmer": ref[key].score,
                          "diff_bits": diff})
     seq_rows.sort(key=lambda r: -abs(r["diff_bits"]))
+    # identical, not matched: the same float score, and the tblout's E-value and score as printed
+    seq_identical = sum(mine[k].score == ref[k].score for k in both)
+    seq_printed = sum(_printed_hit(mine[k]) == _printed_hit(ref[k]) for k in both)
 
     n_ref_dom = n_ref_inc_dom = 0
-    matched = matched_inc = exact_env = exact_ali = within = 0
+    matched = matched_inc = exact_env = exact_ali = within = dom_identical = dom_printed = 0
     unmatched, extra_dom, dom_diffs = [], [], []
     for key in both:
         ours_d = [d for d in mine[key].domains if d.reported]
@@ -264,6 +277,8 @@ def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
                 rd.ali_from, rd.ali_to, rd.hmm_from, rd.hmm_to)
             diff = od.score - rd.score
             within += abs(diff) <= dom_tolerance_bits
+            dom_identical += od.score == rd.score
+            dom_printed += _printed_domain(od) == _printed_domain(rd)
             row.update(ours_env=[od.env_from, od.env_to], ours_score=od.score, diff_bits=diff,
                        overlap=round(best_ov, 4))
             if abs(diff) > 0.05 or (od.env_from, od.env_to) != renv:
@@ -292,6 +307,8 @@ def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
         "seq_scores_within_tolerance": sum(abs(r["diff_bits"]) <= seq_tolerance_bits for r in seq_rows),
         "seq_scores_compared": len(seq_rows),
         "max_abs_seq_diff_bits": max((abs(r["diff_bits"]) for r in seq_rows), default=0.0),
+        "seq_scores_identical": seq_identical,
+        "seq_rows_identical_as_printed": seq_printed,
         "largest_seq_differences": seq_rows[:show],
         "domains_pyhmmer": n_ref_dom,
         "domains_matched": matched,
@@ -303,6 +320,8 @@ def compare_hits(ours: list[Hit], ref: dict, *, seq_tolerance_bits: float = 0.1,
         "domains_identical_alignment_coords": exact_ali,
         "dom_tolerance_bits": dom_tolerance_bits,
         "domain_scores_within_tolerance": within,
+        "domain_scores_identical": dom_identical,
+        "domains_identical_as_printed": dom_printed,
         "domains_unmatched": unmatched[:show],
         "domains_unmatched_count": len(unmatched),
         "domains_extra": extra_dom[:show],
@@ -338,6 +357,10 @@ def summary_text(result: dict) -> str:
         f" {r['domain_scores_within_tolerance']}",
         f"  unmatched pyhmmer domains {r['domains_unmatched_count']}, extra hmmcascade domains"
         f" {r['domains_extra_count']}",
+        f"  identical, not only matched: sequence scores {r['seq_scores_identical']}/{r['seq_scores_compared']},"
+        f" E-value and score as printed {r['seq_rows_identical_as_printed']}/{r['seq_scores_compared']};"
+        f" domain scores {r['domain_scores_identical']}/{r['domains_matched']}, c-Evalue, i-Evalue and score as"
+        f" printed {r['domains_identical_as_printed']}/{r['domains_matched']}",
     ]
     if r["missing"]:
         lines.append("  MISSING (reported by pyhmmer, not by hmmcascade):")
