@@ -443,3 +443,26 @@ def test_a_downloaded_genome_run_fetches_pfam_alone(tmp_path):
     assert "rule fetch_pfam:" in jobs and "rule call_genes:" in jobs and "fetch_uniprot" not in jobs
     jobs = _dry_run(tmp_path, _config(tmp_path, databases="download"))
     assert "rule fetch_pfam:" in jobs and "rule fetch_uniprot:" in jobs and "call_genes" not in jobs
+
+
+def test_a_bad_genome_leaves_no_pool_thread_behind(tmp_path):
+    """On a bad genome the gene-calling pool is shut down and waited for before the error goes up: its
+    manager thread left running (a shutdown without waiting) raced the interpreter's exit, which printed
+    "OSError: [Errno 9] Bad file descriptor" after the error's one line (CI, 2026-11-27)."""
+    import io as _io
+    import threading
+    from concurrent.futures.process import _ExecutorManagerThread
+
+    from hmmcascade.genomes import GeneSettings, call_all_genes
+
+    folder = tmp_path / "g"
+    folder.mkdir()
+    shutil.copy(PYRODIGAL_DATA / "KK037166.fna.gz", folder / "KK037166.fna.gz")
+    (folder / "proteins.fasta").write_text(">p1\nMKVLEEPQ\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(GenomeInputError, match="proteins.fasta: line 2"):
+        call_all_genes(genome_inputs(folder), GeneSettings(), pooled=out / "p.faa", gene_table=out / "g.tsv",
+                       meta=out / "m.json", workers=2, log=_io.StringIO())
+    assert not [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread)]
+    assert not (out / "p.faa").exists()

@@ -319,7 +319,11 @@ def call_all_genes(genomes: dict[str, str], settings: GeneSettings, *, outdir=No
 
 
 class _CancelOnError:
-    """On an error (a bad genome), the pool's genomes not yet started are dropped rather than called."""
+    """On an error (a bad genome), the pool's genomes not yet started are dropped rather than called;
+    the ones running are waited for (a genome each).  Not waiting (``wait=False``) left the pool's
+    manager thread running at the interpreter's exit, whose wake-up then raced its closing pipe: now and
+    then "OSError: [Errno 9] Bad file descriptor" after the error's one line (Python 3.11; the second,
+    waiting shutdown of the ``with`` no longer joins a pool once shut down)."""
 
     def __init__(self, pool):
         self.pool = pool
@@ -329,7 +333,7 @@ class _CancelOnError:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool.shutdown(wait=True, cancel_futures=True)
         return False
 
 
