@@ -248,11 +248,22 @@ def test_group_envelope_kernel_equals_serial(wg_jobs, device, default_db, budget
     _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
 
 
+@pytest.mark.parametrize("group", [6, 64])
+def test_group_envelope_kernel_any_group_size(wg_jobs, device, default_db, monkeypatch, group):
+    """envelope_wg with other work-group sizes than the search's 32: fewer than 8 work-items (the lanes'
+    M sums before the first D pass, work-items that hold two lanes' nodes) and the most it takes (64;
+    the OA chain's scan over 64 segments): envelope's results bit for bit."""
+    casc, batch, jobs, ref = wg_jobs
+    monkeypatch.setattr(envelopes, "ENVELOPE_WG", group)
+    eng = _path_engine(casc, device, default_db, "wg")
+    _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
+
+
 def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db, monkeypatch):
     """Models whose rows do not fit envelope_wg's local memory go to the serial kernel, same results."""
     casc, batch, jobs, ref = wg_jobs
     W = (default_db.M[jobs[1]] + 3) // 4 * 4
-    limit = 4 * (3 * int(np.median(W)) + 8) + 1024
+    limit = int(envelopes.env_wg_local_bytes(int(np.median(W)))) + 1024
     monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: limit))
     eng = _path_engine(casc, device, default_db, "wg")
     calls = []
@@ -350,7 +361,7 @@ def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, defau
     casc, batch, jobs, ref = wg_jobs
     warp_only = _path_engine(casc, device, default_db, "warp").rescorer.envelopes(batch, *jobs, 1)
     monkeypatch.setattr(envelopes, "WARP_MAX_NODES", 32 * 8)
-    monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: 4 * (3 * 512 + 8) + 1024))
+    monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: envelopes.env_wg_local_bytes(512) + 1024))
     eng = _path_engine(casc, device, default_db, "warp")
     M = default_db.M[jobs[1]]
     W = (M + 3) // 4 * 4

@@ -34,14 +34,15 @@ from .records import EnvelopeResults
 __all__ = ["ENVELOPE_WG", "EnvelopeRescorer", "env_wg_local_bytes"]
 
 F32 = np.float32
-#: envelope_wg's work-group size: one NVIDIA warp (work-item 0 walks the chains, the others the rows)
+#: envelope_wg's work-group size: one NVIDIA warp (work-items 0..7 walk the chains, all of them the rows;
+#: at most ENVELOPE_WG_MAX, 64, in domains.cl)
 ENVELOPE_WG = 32
 
 
 def env_wg_local_bytes(W):
-    """envelope_wg's local memory for models of W nodes (a multiple of 4): three rows of W floats
-    (the chains' operands) and 8 floats of broadcast slots."""
-    return 4 * (3 * W + 8)
+    """envelope_wg's local memory for models of W nodes (a multiple of 4): five rows of 4 Q =
+    max(8, W) floats (the chains' operands, a pass's carries, tDD) and 8 floats of broadcast slots."""
+    return 4 * (5 * np.maximum(8, W) + 8)
 
 
 class EnvelopeRescorer:

@@ -1471,31 +1471,52 @@ __kernel void region_forward_wide(
  * independent across the nodes of a row (M and I cells, decoding, the column sums) is spread
  * over the group's work-items, word q (4 nodes) to work-item q mod G, so a warp reads and
  * writes consecutive words; what is a chain across the nodes of a row is walked from operands
- * the others left in local memory, one HMMER lane (striped vector component) by each of
- * work-items 0..3, whose passes exchange their carries through local memory:
- *   Forward   D(k) = M(k-1) tMD(k-1) + D(k-1) tDD(k-1), the lane sums of M and D (xE);
- *   Backward  D(k) = M'(k+1) tDM(k+1) + (D(k+1) tDD(k) + xE), the lane sums of the next B (and
- *             M(k) = ... + D(k+1) tMD(k) by every work-item); rows L and 0 whole, by work-item 0;
- * by work-item 0 alone:
- *   OA        D(k) = max(masked M(k-1), masked D(k-1)) and the row's maximum xE;
- * and the specials.  The OA traceback is work-item 0's walk, as in `envelope`.  (No barrier sits
- * in a branch: PoCL 3.1 computed wrong values with one behind a condition that was the same for
- * the whole group.)
+ * the others left in local memory (the model's tDD among them, loaded once), one HMMER lane
+ * (striped vector component) by each of work-items 0..3, each chain's operands loaded four nodes
+ * ahead of its steps:
+ *   Forward   the first pass D(k) = M(k-1) tMD(k-1) + D(k-1) tDD(k-1), beside it (work-items
+ *             4..7) the lane's sum of its M cells, after the passes the sum of its D cells (xE);
+ *   Backward  the first pass D(k) = M'(k+1) tDM(k+1) + (D(k+1) tDD(k) + xE), the lane sums of the
+ *             next B (their terms made by every work-item); rows L and 0 whole, by work-item 0;
+ *   both      in the lane-crossing passes only the carry is a chain (c = c tDD: products alone,
+ *             written per node), which every work-item adds to its nodes' D (Forward: noting
+ *             whether a D grew, HMMER's early end for M >= 100);
+ *   OA        D(k) = max(masked M(k-1), masked D(k-1)) and the row's maximum xE as a scan over
+ *             segments of nodes, one a work-item (max is exact in any order);
+ * and the specials by work-item 0.  The OA traceback is work-item 0's walk, as in `envelope`.
+ * (No barrier sits in a branch: PoCL 3.1 computed wrong values with one behind a condition that
+ * was the same for the whole group.)
  *
  * Scratch: the full layout of `envelope` with ws = 1 (each job's rows contiguous at
- * scr + scr_off[job]).  Local memory: lw, 3 W / 4 + 2 float4 words for the launch's largest W.
+ * scr + scr_off[job]).  Local memory: lw, five rows of 4 Q = max(8, W) floats and 8 floats
+ * (envelopes.env_wg_local_bytes) for the launch's largest W; at most ENVELOPE_WG_MAX work-items.
  * Job = the group number, reversed (largest jobs, sorted last, start first).
  * --------------------------------------------------------------------------------------------- */
 #define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#define ENVELOPE_WG_MAX 64   /* the most work-items a group (the OA scan's segments) */
 
 #if !defined(HMMC_PART) || HMMC_PART == 0
 #include "zero_words.h"
 
+/* acc + v[0] + v[1] + ... + v[n-1], added in that order (four operands loaded ahead) */
+inline float wg_lane_sum(__local const float *v, const int n, float acc)
+{
+    int q = 0;
+    for (; q + 4 <= n; q += 4) {
+        const float v0 = v[q], v1 = v[q + 1], v2 = v[q + 2], v3 = v[q + 3];
+        acc = acc + v0; acc = acc + v1; acc = acc + v2; acc = acc + v3;
+    }
+    for (; q < n; q++) acc = acc + v[q];
+    return acc;
+}
+
 __kernel void envelope_wg(
     ENVELOPE_JOB_ARGS, __local float4 *lw)
 {
-    __local float lane_f[4];   /* the Forward chains' lane carries and sums */
-    __local int lane_i[4];     /* and their passes' "changed" flags */
+    __local float lane_f[4];   /* the chains' lane carries and sums */
+    __local int lane_i[4];     /* the Forward passes' "changed" flags */
+    __local float seg_c[ENVELOPE_WG_MAX], seg_x[ENVELOPE_WG_MAX];   /* the OA scan's segments */
+    __local int seg_p[ENVELOPE_WG_MAX];
     const int j = (int) (get_num_groups(0) - 1 - get_group_id(0));
     if (j >= n_jobs) return;   /* the whole group */
     const int lid = (int) get_local_id(0), G = (int) get_local_size(0);
@@ -1515,9 +1536,14 @@ __kernel void envelope_wg(
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;
     const int R = 6 * W + 24;
     const long B0 = 3 * W, fx0 = 6 * W, bx0 = fx0 + NX, px0 = bx0 + NX, ox0 = px0 + NX;
-    /* local rows as float4 words (a float4 argument: aligned for the vector accesses) */
-    __local float *la = (__local float *) lw, *lb = (__local float *) (lw + Q4);
-    __local float *lc = (__local float *) (lw + 2 * Q4), *bc = (__local float *) (lw + 3 * Q4);
+    /* local rows of 4 Q floats (4 Q >= W; float4 words: a float4 argument is aligned for the vector
+     * accesses): la, lb, lc the chains' operands, cr a pass's carries, tdd the job's tDD (0 past M) */
+    const int nq = 4 * Q;
+    __local float *la = (__local float *) lw, *lb = la + nq, *lc = lb + nq, *cr = lc + nq;
+    __local float *tdd = cr + nq, *bc = tdd + nq;
+    const int c4 = lid & 3, q0 = c4 * Q;   /* the HMMER lane of this work-item's chains, its first node */
+    const int kmax = clamp(M - q0, 0, Q);    /* the lane's nodes inside the model */
+    for (int n = lid; n < nq; n += G) tdd[n] = (n < M) ? TR(t, n + 1, T_DD) : 0.0f;
 #define FC(i, st, k) p[(long) (i) * R + (st) * W + (k) - 1]
 #define BC(i, st, k) p[(long) (i) * R + B0 + (st) * W + (k) - 1]
 #define FX(i, c) p[(long) (i) * R + fx0 + (c)]
@@ -1565,50 +1591,68 @@ __kernel void envelope_wg(
             LW4(lb, q) = sv;
         }
         WG_SYNC();
-        /* HMMER's striped D->D passes and E's lane sums (as forward_matrix_striped): lane l of the
-         * chains by work-item l (0..3), the lanes' carries and "changed" flags through local memory */
+        /* HMMER's striped D->D passes and E's lane sums (as forward_matrix_striped): the first pass
+         * inside lane l by work-item l (0..3), beside it the lane's sum of its M cells (work-items
+         * 4..7); in the lane-crossing passes only the carry is a chain (products, by work-items
+         * 0..3, into cr), which every work-item then adds to its nodes' D, noting any change */
         for (int k = M + 1 + lid; k <= W; k += G) lc[k - 1] = 0.0f;
-        float dc = 0.0f;
-        if (lid < 4) {   /* first pass, inside the lane */
-            for (int q = 0; q < Q; q++) {
-                const int k = lid * Q + q + 1;
-                if (k > M) { dc = 0.0f; continue; }
-                const float a = (k > 1) ? la[k - 2] : 0.0f;   /* M(k-1) tMD(k-1) */
-                const float d = (q == 0) ? a : dc + a;
-                lc[k - 1] = d;
-                dc = d * TR(t, k, T_DD);
+        if (lid == 0) { lane_i[0] = 0; lane_i[1] = 0; lane_i[2] = 0; }
+        float dc = 0.0f, ea = 0.0f;
+        /* (the chains' operands are loaded four nodes before their steps: a step then waits on the
+           step before, not on local memory) */
+        if ((G < 8) ? (lid < 4) : (lid >= 4 && lid < 8))   /* the lane's sum of its M cells (fewer than 8
+                                                              work-items: before the first pass) */
+            ea = wg_lane_sum(lb + q0, kmax, ea);
+        if (lid < 4 && kmax > 0) {   /* first pass, inside the lane: D(k) = D(k-1) tDD(k-1) + M(k-1) tMD(k-1) */
+            float d = (q0 > 0) ? la[q0 - 1] : 0.0f;   /* the right shift of the lane before's M tMD */
+            lc[q0] = d;
+            dc = d * tdd[q0];
+            int q = 1;
+            for (; q + 4 <= kmax; q += 4) {
+                const int k = q0 + q;
+                const float a0 = la[k - 1], a1 = la[k], a2 = la[k + 1], a3 = la[k + 2];
+                const float t0 = tdd[k], t1 = tdd[k + 1], t2 = tdd[k + 2], t3 = tdd[k + 3];
+                d = dc + a0; lc[k] = d; dc = d * t0;
+                d = dc + a1; lc[k + 1] = d; dc = d * t1;
+                d = dc + a2; lc[k + 2] = d; dc = d * t2;
+                d = dc + a3; lc[k + 3] = d; dc = d * t3;
             }
+            for (; q < kmax; q++) { const int k = q0 + q; d = dc + la[k - 1]; lc[k] = d; dc = d * tdd[k]; }
         }
+        if (lid < 4 && kmax < Q) dc = 0.0f;
         int passing = 1;   /* HMMER's lane-crossing passes not ended yet (no barrier is skipped) */
         for (int jp = 1; jp < 4; jp++) {   /* the lane-crossing passes (cut short for M >= 100) */
             if (lid < 4) lane_f[lid] = dc;
             barrier(CLK_LOCAL_MEM_FENCE);
-            float c = (lid > 0 && lid < 4) ? lane_f[lid - 1] : 0.0f;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            int changed = 0;
-            if (passing && lid < 4) {
-                for (int q = 0; q < Q; q++) {
-                    const int k = lid * Q + q + 1;
-                    if (k > M) { c = 0.0f; continue; }
-                    const float old = lc[k - 1];
-                    const float nv = c + old;
-                    if (nv > old) changed = 1;
-                    lc[k - 1] = nv;
-                    c = c * TR(t, k, T_DD);
+            if (passing && lid < 4) {   /* the carries: right shift of the lanes' last */
+                float c = (lid > 0) ? lane_f[lid - 1] : 0.0f;
+                int q = 0;
+                for (; q + 4 <= kmax; q += 4) {
+                    const int k = q0 + q;
+                    const float t0 = tdd[k], t1 = tdd[k + 1], t2 = tdd[k + 2], t3 = tdd[k + 3];
+                    cr[k] = c; c = c * t0; cr[k + 1] = c; c = c * t1;
+                    cr[k + 2] = c; c = c * t2; cr[k + 3] = c; c = c * t3;
                 }
-                dc = c;
+                for (; q < kmax; q++) { cr[q0 + q] = c; c = c * tdd[q0 + q]; }
+                dc = (kmax < Q) ? 0.0f : c;
             }
-            if (lid < 4) lane_i[lid] = changed;
             barrier(CLK_LOCAL_MEM_FENCE);
-            const int any = lane_i[0] | lane_i[1] | lane_i[2] | lane_i[3];
+            if (passing) {
+                int changed = 0;
+                for (int k = lid; k < M; k += G) {
+                    const float old = lc[k];
+                    const float nv = cr[k] + old;
+                    changed = changed | (nv > old);
+                    lc[k] = nv;
+                }
+                if (changed) lane_i[jp - 1] = 1;
+            }
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (M >= 100 && !any) passing = 0;
+            if (M >= 100 && !lane_i[jp - 1]) passing = 0;
         }
-        if (lid < 4) {   /* E: each lane's M cells, then its D cells */
-            float a = 0.0f;
-            for (int q = 0; q < Q; q++) { const int k = lid * Q + q + 1; if (k <= M) a = a + lb[k - 1]; }
-            for (int q = 0; q < Q; q++) { const int k = lid * Q + q + 1; if (k <= M) a = a + lc[k - 1]; }
-            lane_f[lid] = a;
+        if ((G >= 8) ? (lid >= 4 && lid < 8) : (lid < 4)) {   /* E: each lane's M cells, then its D cells */
+            ea = wg_lane_sum(lc + q0, kmax, ea);
+            lane_f[c4] = ea;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {   /* the specials */
@@ -1750,9 +1794,10 @@ __kernel void envelope_wg(
             LW4(lc, q) = up ? *(__global const float4 *) (en + q * ews) : (float4) (0.0f);
         }
         WG_SYNC();
-        /* HMMER's striped D->D passes (lane l by work-item l, 0..3), the M cells that take D(k+1), the
-         * next B's lane sums.  la: M(k) before its D(k+1) term (E added); lb: D(k) = M(i+1,k+1) e
-         * tDM(k+1); lc: e(x_i, k) */
+        /* HMMER's striped D->D passes (lane l's first pass by work-item l, 0..3; in the lane-crossing
+         * passes the carries alone are chains, added by every work-item), the M cells that take
+         * D(k+1), the next B's lane sums.  la: M(k) before its D(k+1) term (E added); lb: D(k) =
+         * M(i+1,k+1) e tDM(k+1); lc: e(x_i, k); cr: a pass's carries */
         float dcb = 0.0f, dpb = 0.0f;
         if (lid < 4) {   /* the next lane's first D, before that lane's own pass changes it */
             const int kn = (lid + 1) * Q + 1;
@@ -1761,27 +1806,37 @@ __kernel void envelope_wg(
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid < 4) {   /* first pass: D + (D(k+1) tDD + E), inside the lane */
             float dp = dpb, dc = 0.0f;
-            for (int q = Q - 1; q >= 0; q--) {
-                const int k = lid * Q + q + 1;
-                dc = dp * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
-                if (k <= M) { const float d = lb[k - 1] + (dc + xEr); lb[k - 1] = d; dp = d; }
-                else dp = dc + xEr;
+            int q = Q - 1;
+            for (; q >= kmax; q--) { dc = dp * tdd[q0 + q]; dp = dc + xEr; }   /* nodes past M (tdd 0) */
+            for (; q >= 3; q -= 4) {
+                const int k = q0 + q;
+                const float b0 = lb[k], b1 = lb[k - 1], b2 = lb[k - 2], b3 = lb[k - 3];
+                const float t0 = tdd[k], t1 = tdd[k - 1], t2 = tdd[k - 2], t3 = tdd[k - 3];
+                dc = dp * t0; dp = b0 + (dc + xEr); lb[k] = dp;
+                dc = dp * t1; dp = b1 + (dc + xEr); lb[k - 1] = dp;
+                dc = dp * t2; dp = b2 + (dc + xEr); lb[k - 2] = dp;
+                dc = dp * t3; dp = b3 + (dc + xEr); lb[k - 3] = dp;
             }
+            for (; q >= 0; q--) { const int k = q0 + q; dc = dp * tdd[k]; dp = lb[k] + (dc + xEr); lb[k] = dp; }
             dcb = dc;
         }
         for (int jp = 1; jp < 4; jp++) {   /* three lane-crossing passes */
             if (lid < 4) lane_f[lid] = dcb;
             barrier(CLK_LOCAL_MEM_FENCE);
-            float c = (lid < 3) ? lane_f[lid + 1] : 0.0f;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (lid < 4) {
-                for (int q = Q - 1; q >= 0; q--) {
-                    const int k = lid * Q + q + 1;
-                    c = c * ((k <= M) ? TR(t, k, T_DD) : 0.0f);
-                    if (k <= M) lb[k - 1] = lb[k - 1] + c;
+            if (lid < 4) {   /* the carries: left shift of the lanes' last, then c = c tDD(k) */
+                float c = (lid < 3) ? lane_f[lid + 1] : 0.0f;
+                int q = Q - 1;
+                for (; q >= 3; q -= 4) {
+                    const int k = q0 + q;
+                    const float t0 = tdd[k], t1 = tdd[k - 1], t2 = tdd[k - 2], t3 = tdd[k - 3];
+                    c = c * t0; cr[k] = c; c = c * t1; cr[k - 1] = c;
+                    c = c * t2; cr[k - 2] = c; c = c * t3; cr[k - 3] = c;
                 }
+                for (; q >= 0; q--) { const int k = q0 + q; c = c * tdd[k]; cr[k] = c; }
                 dcb = c;
             }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int k = lid; k < M; k += G) lb[k] = lb[k] + cr[k];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 1 + lid; k <= W; k += G) {   /* M + D(k+1) tMD(k), then the scale */
@@ -1789,15 +1844,20 @@ __kernel void envelope_wg(
             la[k - 1] = (la[k - 1] + ((k < M) ? lb[k] : 0.0f) * TR(t, k, T_MD)) * s;
         }
         barrier(CLK_LOCAL_MEM_FENCE);   /* (every D(k+1) read before the D cells are scaled) */
-        for (int k = 1 + lid; k <= W; k += G) lb[k - 1] = (k <= M) ? lb[k - 1] * s : 0.0f;
+        for (int k = 1 + lid; k <= W; k += G) {
+            lb[k - 1] = (k <= M) ? lb[k - 1] * s : 0.0f;
+            if (k <= M) lc[k - 1] = (la[k - 1] * lc[k - 1]) * TR(t, k, T_BM);   /* B(i-1)'s terms */
+        }
         {   /* B(i-1)'s lane sums, descending, as HMMER's next row (row 1: none) */
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lid < 4) {
                 float a2 = 0.0f;
-                for (int q = Q - 1; q >= 0; q--) {
-                    const int k = lid * Q + q + 1;
-                    if (k <= M) a2 = a2 + (la[k - 1] * lc[k - 1]) * TR(t, k, T_BM);
+                int q = kmax - 1;
+                for (; q >= 3; q -= 4) {
+                    const float v0 = lc[q0 + q], v1 = lc[q0 + q - 1], v2 = lc[q0 + q - 2], v3 = lc[q0 + q - 3];
+                    a2 = a2 + v0; a2 = a2 + v1; a2 = a2 + v2; a2 = a2 + v3;
                 }
+                for (; q >= 0; q--) a2 = a2 + lc[q0 + q];
                 lane_f[lid] = a2;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -1941,23 +2001,36 @@ __kernel void envelope_wg(
             LW4(la, q) = am; LW4(lb, q) = sv;
         }
         WG_SYNC();
-        if (lid == 0) {   /* the D chain and the row's maximum, in node order */
-            float dv = NEG, xEo = NEG;
-            for (int q = 0; q < Q4; q++) {
-                const float4 tDD = t4[q * 8 + T_DD];
-                const float4 a4 = LW4(la, q), s4 = LW4(lb, q);
-                float4 d4;
-#define OA_WG_CHAIN(c) {                                                            \
-                    d4.c = dv;                                                      \
-                    const float b_ = (tDD.c > 0.0f) ? dv : 0.0f;                    \
-                    xEo = fmax(xEo, fmax(s4.c, dv));                                \
-                    dv = fmax(a4.c, b_);                                            \
-                }
-                OA_WG_CHAIN(x) OA_WG_CHAIN(y) OA_WG_CHAIN(z) OA_WG_CHAIN(w)
-#undef OA_WG_CHAIN
-                LW4(lc, q) = d4;
+        {   /* the D chain D(k) = max(masked M(k-1), masked D(k-1)) and the row's maximum: a scan over
+               segments of nodes, one a work-item (max is exact in any order) */
+            const int S = (W + G - 1) / G, n0 = min(W, lid * S), n1 = min(W, n0 + S);
+            int pass = 1;          /* the segment's map: x -> max(cst, x), or cst where it passes no D */
+            float cst = NEG;
+            for (int n = n0; n < n1; n++) {
+                if (tdd[n] > 0.0f) cst = fmax(la[n], cst);
+                else { pass = 0; cst = fmax(la[n], 0.0f); }
             }
-            oa_specials(p, 1, R, W, i, xEo, xfm);
+            seg_c[lid] = cst; seg_p[lid] = pass;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) {
+                float xv = NEG;
+                for (int g = 0; g < G; g++) { seg_x[g] = xv; xv = seg_p[g] ? fmax(seg_c[g], xv) : seg_c[g]; }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            float dv = seg_x[lid], mx = NEG;
+            for (int n = n0; n < n1; n++) {
+                lc[n] = dv;
+                const float b_ = (tdd[n] > 0.0f) ? dv : 0.0f;
+                mx = fmax(mx, fmax(lb[n], dv));
+                dv = fmax(la[n], b_);
+            }
+            seg_c[lid] = mx;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) {
+                float xEo = NEG;
+                for (int g = 0; g < G; g++) xEo = fmax(xEo, seg_c[g]);
+                oa_specials(p, 1, R, W, i, xEo, xfm);
+            }
         }
         WG_SYNC();
         for (int q = lid; q < Q4; q += G) cur[2 * Q4 + q] = LW4(lc, q);
