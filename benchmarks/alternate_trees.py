@@ -2,7 +2,8 @@
 
 Each round runs, for every tree in turn, one process that opens the workload with that tree's own
 ``benchmarks/run_benchmark.py`` (its ``open_workload``: models pressed, kernels built), searches once
-untimed, then ``--timed`` times, and prints the wall seconds of each search, the hits and the last
+untimed, then ``--timed`` times, and prints the wall seconds of each search (from its call to its
+return; the search before's result is freed before the clock starts), the hits and the last
 search's statistics (kernel seconds per stage and per domain kernel).  Alternating the trees over
 rounds spreads the machine's drift over both.  A tree is any folder holding ``src/hmmcascade`` and
 ``benchmarks/run_benchmark.py`` (``git archive COMMIT src benchmarks/run_benchmark.py | tar -x -C DIR``);
@@ -50,6 +51,7 @@ def probe(tree: Path, argv: list[str], timed: int) -> dict:
     times, hits, stats, domain_s = [], None, None, []
     for n in range(timed + 1):
         made.clear()
+        res = None  # (the search before's result is freed here, not inside the next search's time)
         t = time.perf_counter()
         res = cascade.search(db, seqs, dev, options=options)
         dt = time.perf_counter() - t
