@@ -299,6 +299,26 @@ def test_warp_decode_equals_serial(setup, device, default_db):
 
 
 
+@pytest.mark.parametrize("local_kb", [None, 6])
+def test_group_decode_equals_serial_bit_for_bit(setup, device, default_db, monkeypatch, local_kb):
+    """fb_parser_wg (a work-group per pair; the Forward and Backward rows as envelope_wg computes them)
+    against fb_parser on every pair of the setup: regions, scores, flags and every residue's btot,
+    etot, mocc the same floats.  With 6 KB of local memory the longer models go to fb_parser (both
+    kernels in one call)."""
+    casc, batch, ps, pm, n_passed = setup
+    ra, na, ia, pa = _engine(casc, device, default_db, 64).decoder.decode(batch, ps, pm, posteriors=True)
+    if local_kb:
+        monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: local_kb * 1024))
+    eng = _engine(casc, device, default_db, 64, decode="wg")
+    calls = _count_launches(eng.decoder, "k_parser_wg", envelopes.ENVELOPE_WG)
+    serial = _count_launches(eng.decoder, "k_parser", 1)
+    rb, nb, ib, pb = eng.decoder.decode(batch, ps, pm, posteriors=True)
+    assert sum(n for _, n in calls) > 500 and (sum(n for _, n in serial) > 10) == bool(local_kb)
+    assert ra == rb
+    assert np.array_equal(_bits(ib), _bits(ia)) and np.array_equal(_bits(nb), _bits(na))
+    assert all(np.array_equal(_bits(a), _bits(b)) for a, b in zip(pa, pb))
+
+
 def _forced_runs(force):
     """warp_runs with each run's chunk size raised to at least ``force`` (models of M <= 32 C nodes
     run on any larger C too: small models on the large-C variants, most of their lanes empty)."""

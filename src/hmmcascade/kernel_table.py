@@ -19,6 +19,8 @@ forward         warp: ``forward_warp<C>``                    up to :data:`WARP_M
                 serial: ``forward_filter``, ``forward_wg``   any (forward_wg: pairs of many cells)
 decode          warp: ``fb_parser_warp<C>``                  up to :data:`WARP_MAX_NODES` nodes
                 serial: ``fb_parser``                        any
+                wg: ``fb_parser_wg``, ``fb_parser``          any (chosen by name only; fb_parser where
+                                                             its local rows do not fit)
 envelope        warp: ``envelope_warp<C>``                   up to :data:`WARP_MAX_NODES` nodes
                 wg: ``envelope_wg``                          any
                 serial: ``envelope``                         any
@@ -136,7 +138,8 @@ TABLES: dict[str, KernelTable] = {
                                        Variant("serial", "viterbi", "viterbi_filter"))),
     "forward": KernelTable("forward", (_warp("forward", "forward_warp{c}", 1),
                                        Variant("serial", "forward", "forward_filter"))),
-    "decode": KernelTable("decode", (_warp("domains", "fb_parser_warp{c}", 1), Variant("serial", "domains", "fb_parser"))),
+    "decode": KernelTable("decode", (_warp("domains", "fb_parser_warp{c}", 1), Variant("serial", "domains", "fb_parser"),
+                                     Variant("wg", "domains", "fb_parser_wg"))),
     "envelope": KernelTable("envelope", (_warp("domains", "envelope_warp{c}", 7), Variant("wg", "domains", "envelope_wg"),
                                          Variant("serial", "domains", "envelope"))),
     "region_forward": KernelTable("region_forward", (_warp("domains", "region_forward_warp{c}", 13),

@@ -46,7 +46,7 @@ CHOICES: dict[str, Choice] = {
     "msv": Choice("MSV path", ("tiled", "exact"), gpu="tiled", cpu="exact"),
     "viterbi": Choice("Viterbi path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
     "forward": Choice("Forward path", ("warp", "serial"), gpu="warp", cpu="serial"),
-    "decode": Choice("decode path", ("warp", "serial"), gpu="warp", cpu="serial"),
+    "decode": Choice("decode path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
     "envelope": Choice("envelope path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
     "region_forward": Choice("region Forward path", ("warp", "lanes", "wide", "serial"), gpu="wide", cpu="serial"),
     "ensemble": Choice("ensemble backend", ("device", "python"), gpu="device", cpu="device"),
@@ -89,7 +89,8 @@ class SearchOptions:
     #: Forward pairs of at least this many cells (model nodes x residues) take forward_wg, a
     #: work-group per pair (0: none); "auto": FWD_WG_CELLS (2^18) on GPUs, 0 on CPUs
     forward_wg_cells: int | str = "auto"
-    #: posterior decoding: "warp" (fb_parser_warp<C>, then fb_parser; GPUs) or "serial" (fb_parser; CPUs)
+    #: posterior decoding: "warp" (fb_parser_warp<C>, then fb_parser; GPUs), "wg" (fb_parser_wg, a
+    #: work-group per pair, HMMER's order; then fb_parser) or "serial" (fb_parser; CPUs)
     decode: str = "auto"
     #: envelope rescoring: "warp" (envelope_warp<C>, then envelope_wg; GPUs), "wg" (envelope_wg)
     #: or "serial" (envelope, a work-item per envelope; CPUs)

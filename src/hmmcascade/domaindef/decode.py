@@ -4,8 +4,8 @@ For each pair that passed the Forward filter, as hmmsearch does (p7_domaindef_By
 Forward and Backward parsers over the whole target (multihit, the target's length model) and
 posterior domain decoding give, up to each residue, the expected number of domain starts and
 ends (``btot``, ``etot``) and the probability that a residue is in a domain (``mocc``).  Kernel
-``fb_parser`` (a work-item per pair) or ``fb_parser_warp<C>`` (a warp per pair, C nodes per lane)
-in hmmcascade/kernels/domains.cl.
+``fb_parser`` (a work-item per pair), ``fb_parser_wg`` (a work-group per pair, the same floats) or
+``fb_parser_warp<C>`` (a warp per pair, C nodes per lane) in hmmcascade/kernels/domains.cl.
 
 Regions (:func:`find_regions`, also run inside the kernels): a region opens where ``mocc`` rises
 above rt1 = 0.25 (starting where the begin probability was last below rt2 = 0.10) and closes
@@ -25,6 +25,7 @@ from ..device_data import DeviceBatch
 from ..filters import on_side_queue, round_up, warp_runs
 from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
+from .envelopes import ENVELOPE_WG, env_wg_local_bytes
 from .launches import DomainLaunches
 
 __all__ = ["PosteriorDecoder", "find_regions"]
@@ -75,9 +76,12 @@ class PosteriorDecoder:
         self.dev, self.db, self.models = launches.dev, launches.db, launches.models
         dev = self.dev
         self.k_parser = dev.kernel("domains", "fb_parser")
+        self.k_parser_wg = dev.kernel("domains", "fb_parser_wg")
         #: posterior decoding: "warp" (fb_parser_warp<C>, a warp per pair, for models of up to
         #: kernel_table.WARP_MAX_NODES (1,024) nodes, fb_parser for longer ones; default on GPUs) or "serial"
-        #: (fb_parser, a work-item per pair; default on CPUs).  Values agree to float rounding.
+        #: (fb_parser, a work-item per pair; default on CPUs) or "wg" (fb_parser_wg, a work-group per pair,
+        #: for models whose chains' rows fit its local memory, fb_parser for longer ones).  "serial" and
+        #: "wg" give the same floats (HMMER's order); "warp" agrees with them to float rounding.
         #: Default: the options' ``decode`` (:class:`~hmmcascade.options.SearchOptions`).
         opts = launches.options
         self.path = choose("decode", path or opts.decode, dev.is_gpu)
@@ -110,9 +114,15 @@ class PosteriorDecoder:
         L = batch.seqs.lengths[pair_seq].astype(np.int64)
         order = np.lexsort((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
         Ws = self.launches.padded_nodes[pair_model][order]
-        # segments of the sorted jobs: fb_parser_warp<C> per chunk size, then fb_parser
+        # segments of the sorted jobs: fb_parser_warp<C> per chunk size (c), fb_parser_wg (c = -1) for the
+        # models whose rows fit its local memory (sorted by M: a prefix), then fb_parser (c = 0)
         segments = list(warp_runs(Ws // 4)) if self.k_parser_warp else []
         a = segments[-1][1] if segments else 0
+        if self.path == "wg" and a < n:
+            b = a + int(np.count_nonzero(env_wg_local_bytes(Ws[a:]) <= self.dev.local_mem_bytes - 1024))
+            if b > a:
+                segments.append((a, b, -1))
+                a = b
         if a < n:
             segments.append((a, n, 0))
         seg_c = {a: c for a, _, c in segments}  # (launch log names)
@@ -140,7 +150,8 @@ class PosteriorDecoder:
             sec = self.dev.instrument.seconds([ev])
             self.launches.kernel_s["decode"] += sec
             self.launches.intervals.append((ev.profile.start, ev.profile.end))
-            self.dev.instrument.launch(f"fb_parser/warp{seg_c[a]}" if seg_c[a] else "fb_parser/serial", sec,
+            kind = {0: "serial", -1: "wg"}.get(seg_c[a], f"warp{seg_c[a]}")
+            self.dev.instrument.launch(f"fb_parser/{kind}", sec,
                        lambda: self.db.M[job[a + j0:a + j1, 1]].astype(np.int64) * L[order[a + j0:a + j1]])
             cl.enqueue_copy(q, out[a + j0:a + j1], d_out, src_offset=out[:j0].nbytes)
             want = np.arange(j0, j1) if posteriors else j0 + np.flatnonzero(out[a + j0:a + j1, 5] > region_cap)
@@ -154,16 +165,20 @@ class PosteriorDecoder:
 
         side_pending = []  # the side queue's launches, read when the main queue's are
         for a, b, c in segments:
-            sd = on_side_queue(self.side_queue, c)
+            sd = c > 0 and on_side_queue(self.side_queue, c)
             Lseg = L[order[a:b]]
-            if c:  # fb_parser_warp: the residue records alone, contiguous per job
+            if c > 0:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)
+            elif c < 0:  # fb_parser_wg: two rows of 3 W floats, then the records, contiguous per job
+                rows = 6 * Ws[a:b].astype(np.int64)
+                lane_need = rows + 16 * (Lseg + 1)
+                rec[a:b] = rows
             else:  # fb_parser: two DP rows of HMMER's 3 Q words (Q = max(2, W / 4)), then 16 floats
                 # per residue, word-interleaved in a group
                 rows = 6 * np.maximum(Ws[a:b], 8)
                 lane_need = rows + 16 * (Lseg + 1)
                 rec[a:b] = rows
-            launches, job_off = self.launches.plan_launches(lane_need, interleave=not c, budget_bytes=budget)
+            launches, job_off = self.launches.plan_launches(lane_need, interleave=c == 0, budget_bytes=budget)
             job_buf, (d_job, d_off) = self.launches.upload([job[a:b], job_off])
             d_out = self.dev.scratch(out[a:b].nbytes)
             scrs = [] if sd else [self.dev.scratch(4 * max([f for li, (_, _, _, f) in enumerate(launches)
@@ -178,10 +193,16 @@ class PosteriorDecoder:
                         finish(*pending.pop(0))
                 args = (batch.dsq_packed, batch.seq_off, batch.seq_len, d_xfm, d_job, d_off, np.int32(j0),
                         np.int32(j1))
-                if c:
+                if c > 0:
                     ev = self.k_parser_warp[c](
                         q, ((j1 - j0) * 32,), (32,), *args, m.fwd_msc, m.word_emis_off, m.fwd_tsc,
                         m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out)
+                    ls_read = 1
+                elif c < 0:
+                    ev = self.k_parser_wg(
+                        q, ((j1 - j0) * ENVELOPE_WG,), (ENVELOPE_WG,), *args, msc, msc_off, m.fwd_tsc,
+                        m.word_trans_off, m.model_M, scr, np.int32(region_cap), d_out,
+                        cl.LocalMemory(int(env_wg_local_bytes(int(Ws[a + j0:a + j1].max())))))
                     ls_read = 1
                 else:
                     ev = self.k_parser(
