@@ -228,6 +228,25 @@ def test_jobs_share_the_machine_by_its_gpus(tmp_path, small_inputs):
         assert "--model-parts auto " in jobs["search_batch"]  # (config model_parts' default)
 
 
+def test_kernel_options_reach_the_search_jobs(tmp_path, small_inputs):
+    """config kernel_options (decode=wg,envelope=wg: HMMER's rows as printed on a GPU) goes to every search job's
+    --kernel-options, none by default; a value that is not KEY=VALUE pairs is refused by the schema before any job."""
+    hmm_path, seq_path = small_inputs
+    for value, want in (("", None), ("decode=wg,envelope=wg", "--kernel-options decode=wg,envelope=wg "),
+                        ("decode=wg;touch x", "error")):
+        config = _config(tmp_path, databases="local", hmms=str(hmm_path), sequences=str(seq_path), kernel_options=value)
+        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+               "--configfile", str(config), "--cores", "2", "--dry-run", "--printshellcmds", "--forceall"]
+        dry = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if want == "error":
+            assert dry.returncode != 0 and "kernel_options" in dry.stdout + dry.stderr
+            assert not (tmp_path / "x").exists()
+            continue
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        jobs = [b for b in dry.stdout.split("rule ")[1:] if b.startswith("search_batch")]
+        assert jobs and all((want in j) if want else ("--kernel-options" not in j) for j in jobs), dry.stdout[-2000:]
+
+
 def test_pfam_preset_lists_the_gathering_domains_as_pyhmmer_finds_them(tmp_path):
     """preset: pfam on local Pfam models (16 embedded Pfam 35.0 models, with GA lines) x 600 proteins: the search
     uses the models' gathering cutoffs (--cut_ga) and the pfam_scan table lists only significant domains, those

@@ -134,6 +134,12 @@ HITS_PARTS = 8
 SHARD = ".m{shard}" if N_MODEL_SHARDS > 1 else ""
 
 
+def kernel_option_args():
+    """--kernel-options of the search jobs (none for the device's defaults), as a list (quote with :q)."""
+    value = str(config.get("kernel_options") or "")
+    return ["--kernel-options", value] if value else []
+
+
 def model_shard_args(wildcards):
     """--model-shard K/N for a search job of model shard K (none where the models are not sharded)."""
     return ["--model-shard", f"{wildcards.shard}/{N_MODEL_SHARDS}"] if N_MODEL_SHARDS > 1 else []

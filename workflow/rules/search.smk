@@ -65,6 +65,7 @@ rule search_batch:
         device=device_arg(),
         memory=str(config.get("device_memory", "auto")),
         model_parts=str(config.get("model_parts", "auto")),
+        kernel_options=kernel_option_args(),
         z=z_args("results/prepared/sequences.json"),
         shard=model_shard_args,
         parts=HITS_PARTS,
@@ -92,7 +93,8 @@ rule search_batch:
         "{params.py} -m hmmcascade search {input.models:q} {input.batch:q} -o /dev/null --hits {output.hits:q}"
         " --hits-parts {params.parts}"
         " --stats {output.stats:q} --device {params.device:q}"
-        " --device-memory {params.memory:q} --model-parts {params.model_parts:q} {params.shard:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
+        " --device-memory {params.memory:q} --model-parts {params.model_parts:q} {params.kernel_options:q}"
+        " {params.shard:q} {params.z:q} {params.thresholds:q} 2> {log:q}"
 
 
 rule merge_shard:
