@@ -74,10 +74,11 @@ class DomainEngine:
         tm = time.perf_counter()
         regions, nexpected, info, _ = self.decoder.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
         # the sequence score's Forward score: the decoding's Forward parser, as HMMER's p7_Pipeline scores
-        # with the ForwardParser matrix its domain definition decodes (on CPUs in HMMER's striped order
-        # of sums, where the Forward filter's kernels sum in another); the filter's where it is not finite
+        # with the ForwardParser matrix its domain definition decodes (in HMMER's striped order of sums
+        # with decode=serial, the CPUs' default, or wg, where the Forward filter's kernels sum in another);
+        # the filter's where it is not finite (both float32)
         fsc = info[:, 0]
-        fwd_nats = np.where(np.isfinite(fsc), fsc, np.asarray(fwd_nats, dtype=F32)).astype(F32)
+        fwd_nats = np.where(np.isfinite(fsc), fsc, np.asarray(fwd_nats, dtype=F32))
         tm = self.launches.dev.instrument.mark("dom.decode", tm)
         # ---- [ensemble block] multi-domain regions -> ensemble_out[(p, r)] = (n2sc[i..j], [(i2, j2), ...])
         # stochastic trace clustering on the device (hmmcascade/kernels/ensemble.cl, bit-exact with ensemble.py);
