@@ -27,6 +27,8 @@ pyhmmer = pytest.importorskip("pyhmmer")
 
 #: the kernels in HMMER's striped order of sums on any device
 STRIPED = SearchOptions(decode="serial", envelope="serial", region_forward="serial")
+#: the same order with a work-group per pair, envelope or region (a GPU's way to HMMER's rows)
+GROUPS = SearchOptions(decode="wg", envelope="wg", region_forward="wide")
 
 
 def _bits(x) -> int:
@@ -42,7 +44,16 @@ def striped_search(default_db, default_seqs, device):
 def test_default_search_scores_are_hmmers_float_for_float(striped_search):
     """Every hit's score, pre-score and bias and every domain's score, bias and coordinates of the
     embedded default (Z = 2,000) are HMMER's floats."""
-    res = striped_search
+    _assert_hmmers_floats(striped_search)
+
+
+def test_work_group_kernels_give_hmmers_floats(default_db, default_seqs, device):
+    """The same with the work-group kernels in HMMER's order (decode=wg, envelope=wg, region_forward=wide:
+    ``--kernel-options decode=wg,envelope=wg`` on a GPU, whose region default is wide)."""
+    _assert_hmmers_floats(cascade.search(default_db, default_seqs, device, cascade.Thresholds(Z=2000), options=GROUPS))
+
+
+def _assert_hmmers_floats(res):
     with pyhmmer.plan7.HMMFile(str(DEFAULT_HMMS)) as f:
         hmms = list(f)
     with pyhmmer.easel.SequenceFile(str(DEFAULT_SEQS), digital=True) as f:
