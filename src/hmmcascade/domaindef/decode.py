@@ -165,7 +165,7 @@ class PosteriorDecoder:
 
         side_pending = []  # the side queue's launches, read when the main queue's are
         for a, b, c in segments:
-            sd = c > 0 and on_side_queue(self.side_queue, c)
+            sd = c >= 0 and on_side_queue(self.side_queue, c)  # (fb_parser_wg: the main queue)
             Lseg = L[order[a:b]]
             if c > 0:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)

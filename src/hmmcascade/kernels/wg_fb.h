@@ -9,7 +9,7 @@
  * M, I, D), BC(i, st, k) (a Backward cell), FX(i, c), BX(i, c) (row i's Forward and Backward
  * specials) and LW4.  Declares xN, xJ, xC, xE, xB, totscale, own (the Backward's own scale factors)
  * and leaves the Forward score (nats) in bc[4]. */
-    /* ---- Forward (forward_matrix_striped, full rows) ---- */
+    /* ---- Forward (forward_matrix_striped; each row where FROW puts it) ---- */
     {
         __global float4 *r0 = FROW(0);
         for (int q = lid; q < 3 * Q4; q += G) r0[q] = (float4) (0.0f);
@@ -144,7 +144,7 @@
      * final region another work-item's copy of a value computed before the barriers below */
     if (lid == 0) bc[4] = ADD_LOG_AS_HMMER(totscale, xC * nmove);
 
-    /* ---- Backward (backward_matrix_striped, full rows) ---- */
+    /* ---- Backward (backward_matrix_striped; each row where BROW puts it) ---- */
     int own = 0;
     xJ = 0.0f; xB = 0.0f; xN = 0.0f; xC = nmove; xE = xC * emove;
     float4 xbn = (float4) (0.0f);   /* work-item 0: lane sums of the next row's B */
