@@ -25,7 +25,7 @@ from ..device_data import DeviceBatch
 from ..filters import on_side_queue, round_up, warp_runs
 from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
-from .envelopes import ENVELOPE_WG, env_wg_local_bytes
+from .envelopes import ENVELOPE_WG, env_wg_local_bytes, wg_fits
 from .launches import DomainLaunches
 
 __all__ = ["PosteriorDecoder", "find_regions"]
@@ -119,7 +119,7 @@ class PosteriorDecoder:
         segments = list(warp_runs(Ws // 4)) if self.k_parser_warp else []
         a = segments[-1][1] if segments else 0
         if self.path == "wg" and a < n:
-            b = a + int(np.count_nonzero(env_wg_local_bytes(Ws[a:]) <= self.dev.local_mem_bytes - 1024))
+            b = a + int(np.count_nonzero(wg_fits(self.dev, Ws[a:])))
             if b > a:
                 segments.append((a, b, -1))
                 a = b

@@ -31,7 +31,7 @@ from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
 
-__all__ = ["ENVELOPE_WG", "EnvelopeRescorer", "env_wg_local_bytes"]
+__all__ = ["ENVELOPE_WG", "EnvelopeRescorer", "env_wg_local_bytes", "wg_fits"]
 
 F32 = np.float32
 #: envelope_wg's work-group size: one NVIDIA warp (work-items 0..7 walk the chains, all of them the rows;
@@ -43,6 +43,12 @@ def env_wg_local_bytes(W):
     """envelope_wg's local memory for models of W nodes (a multiple of 4): five rows of 4 Q =
     max(8, W) floats (the chains' operands, a pass's carries, tDD) and 8 floats of broadcast slots."""
     return 4 * (5 * np.maximum(8, W) + 8)
+
+
+def wg_fits(dev, W) -> np.ndarray:
+    """Whether envelope_wg's and fb_parser_wg's local rows for models of W nodes fit the device (1 KB
+    left for the kernels' own local arrays)."""
+    return env_wg_local_bytes(W) <= dev.local_mem_bytes - 1024
 
 
 class EnvelopeRescorer:
@@ -97,7 +103,7 @@ class EnvelopeRescorer:
                 fits, other = self.db.M[model] <= WARP_MAX_NODES, "wg"
             else:  # longer models than envelope_wg's local rows hold go to the serial kernel
                 W = self.launches.padded_nodes[model]
-                fits, other = env_wg_local_bytes(W) <= self.dev.local_mem_bytes - 1024, "serial"
+                fits, other = wg_fits(self.dev, W), "serial"
             if not fits.all():
                 parts = [(idx, self.envelopes(batch, seq[idx], model[idx], np.asarray(start)[idx],
                                               np.asarray(length)[idx], np.asarray(xfm)[idx], mode, traces, kind,

@@ -693,6 +693,15 @@ void domain_decoding(__global float *p, const int ws, const long rec0, const int
     o[5] = nreg;
 }
 
+/* fb_parser's and fb_parser_wg's arguments */
+#define FB_PARSER_ARGS \
+    __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len, \
+    __global const float4 *seq_xfm, \
+    __global const int2 *job, __global const long *scr_off, const int j0, const int n_jobs, \
+    __global const float *msc, __global const long *msc_off, \
+    __global const float *tsc, __global const long *tsc_off, __global const int *model_M, \
+    __global float *scr, const int region_cap, __global int *out
+
 /* Whole-target Forward + Backward parsers, p7_DomainDecoding and the region loop.
  *
  * Jobs j0 .. n_jobs-1 (global id + j0), job[j] = (sequence, model); scr_off[j]: float offset of
@@ -702,13 +711,7 @@ void domain_decoding(__global float *p, const int ws, const long rec0, const int
  * region_cap regions as (i, 2 j + is_multidomain).  count > region_cap: only the first
  * region_cap are written (the host redoes that pair from btot, etot, mocc in the scratch). */
 #if !defined(HMMC_PART) || HMMC_PART == 0
-__kernel void fb_parser(
-    __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len,
-    __global const float4 *seq_xfm,
-    __global const int2 *job, __global const long *scr_off, const int j0, const int n_jobs,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, const int region_cap, __global int *out)
+__kernel void fb_parser(FB_PARSER_ARGS)
 {
     const int j = j0 + REVERSED_GID();
     if (j >= n_jobs) return;
@@ -1536,14 +1539,6 @@ __kernel void envelope_wg(
     const int exs = (mode & 2) ? 4 : W, ews = (mode & 2) ? 4 * KP : 4;
     const int R = 6 * W + 24;
     const long B0 = 3 * W, fx0 = 6 * W, bx0 = fx0 + NX, px0 = bx0 + NX, ox0 = px0 + NX;
-    /* local rows of 4 Q floats (4 Q >= W; float4 words: a float4 argument is aligned for the vector
-     * accesses): la, lb, lc the chains' operands, cr a pass's carries, tdd the job's tDD (0 past M) */
-    const int nq = 4 * Q;
-    __local float *la = (__local float *) lw, *lb = la + nq, *lc = lb + nq, *cr = lc + nq;
-    __local float *tdd = cr + nq, *bc = tdd + nq;
-    const int c4 = lid & 3, q0 = c4 * Q;   /* the HMMER lane of this work-item's chains, its first node */
-    const int kmax = clamp(M - q0, 0, Q);    /* the lane's nodes inside the model */
-    for (int n = lid; n < nq; n += G) tdd[n] = (n < M) ? TR(t, n + 1, T_DD) : 0.0f;
 #define FC(i, st, k) p[(long) (i) * R + (st) * W + (k) - 1]
 #define BC(i, st, k) p[(long) (i) * R + B0 + (st) * W + (k) - 1]
 #define FX(i, c) p[(long) (i) * R + fx0 + (c)]
@@ -1725,13 +1720,7 @@ __kernel void envelope_wg(
  * Scratch: 6 W floats (two rows of M, I, D) then the records, contiguous per job at
  * scr + scr_off[job].  Local memory: as envelope_wg (envelopes.env_wg_local_bytes).
  * --------------------------------------------------------------------------------------------- */
-__kernel void fb_parser_wg(
-    __global const uchar *dsq, __global const long *seq_off, __global const int *seq_len,
-    __global const float4 *seq_xfm,
-    __global const int2 *job, __global const long *scr_off, const int j0, const int n_jobs,
-    __global const float *msc, __global const long *msc_off,
-    __global const float *tsc, __global const long *tsc_off, __global const int *model_M,
-    __global float *scr, const int region_cap, __global int *out, __local float4 *lw)
+__kernel void fb_parser_wg(FB_PARSER_ARGS, __local float4 *lw)
 {
     __local float lane_f[4];
     __local int lane_i[4];
@@ -1753,12 +1742,6 @@ __kernel void fb_parser_wg(
     __global float *p = scr + scr_off[j];
     __global float *rp = p + 6 * (long) W;   /* the residue records */
     const int exs = 4, ews = 4 * KP;         /* node-major emission table */
-    const int nq = 4 * Q;
-    __local float *la = (__local float *) lw, *lb = la + nq, *lc = lb + nq, *cr = lc + nq;
-    __local float *tdd = cr + nq, *bc = tdd + nq;
-    const int c4 = lid & 3, q0 = c4 * Q;
-    const int kmax = clamp(M - q0, 0, Q);
-    for (int n = lid; n < nq; n += G) tdd[n] = (n < M) ? TR(t, n + 1, T_DD) : 0.0f;
 #define FROW(i) ((__global float4 *) (p + (long) ((i) & 1) * 3 * W))
 #define BROW(i) FROW(i)
 #define BC(i, st, k) p[(long) ((i) & 1) * 3 * W + (st) * W + (k) - 1]

@@ -4,11 +4,20 @@
  * domains.cl for how a row's cells and chains are spread over the group.
  *
  * In scope: the job's M, W, Q4, Q, Ld, x (residues 1..Ld at x[0..Ld-1]), e with exs, ews (emission
- * odds), t, t4 (transitions), nmove, nloop, emove, eloop, lid, G; the local rows la, lb, lc, cr, tdd
- * (loaded), bc, lane_f, lane_i, c4, q0, kmax; the row macros FROW(i), BROW(i) (float4 words of row i's
- * M, I, D), BC(i, st, k) (a Backward cell), FX(i, c), BX(i, c) (row i's Forward and Backward
- * specials) and LW4.  Declares xN, xJ, xC, xE, xB, totscale, own (the Backward's own scale factors)
- * and leaves the Forward score (nats) in bc[4]. */
+ * odds), t, t4 (transitions), nmove, nloop, emove, eloop, lid, G; the local memory lw
+ * (envelopes.env_wg_local_bytes), lane_f, lane_i; the row macros FROW(i), BROW(i) (float4 words of
+ * row i's M, I, D), BC(i, st, k) (a Backward cell), FX(i, c), BX(i, c) (row i's Forward and Backward
+ * specials) and LW4.  Declares the local rows la, lb, lc, cr, tdd, bc and the chains' c4, q0, kmax
+ * (below), xN, xJ, xC, xE, xB, totscale, own (the Backward's own scale factors); leaves the Forward
+ * score (nats) in bc[4]. */
+    /* local rows of 4 Q floats (4 Q >= W; float4 words: a float4 argument is aligned for the vector
+     * accesses): la, lb, lc the chains' operands, cr a pass's carries, tdd the job's tDD (0 past M) */
+    const int nq = 4 * Q;
+    __local float *la = (__local float *) lw, *lb = la + nq, *lc = lb + nq, *cr = lc + nq;
+    __local float *tdd = cr + nq, *bc = tdd + nq;
+    const int c4 = lid & 3, q0 = c4 * Q;   /* the HMMER lane of this work-item's chains, its first node */
+    const int kmax = clamp(M - q0, 0, Q);    /* the lane's nodes inside the model */
+    for (int n = lid; n < nq; n += G) tdd[n] = (n < M) ? TR(t, n + 1, T_DD) : 0.0f;
     /* ---- Forward (forward_matrix_striped; each row where FROW puts it) ---- */
     {
         __global float4 *r0 = FROW(0);
