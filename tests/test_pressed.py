@@ -90,6 +90,33 @@ def test_a_search_from_the_mapped_file_equals_one_from_the_models(db, tmp_path, 
     seqs = read_sequences(REPO / "resources" / "proteins_default.faa.gz").subset(np.arange(300))
     mapped = ProfileDB.load(tmp_path / "m.hmmc")
     assert not mapped.fwd_msc_f32.flags.writeable  # (uploaded through a copy: Device.to_device)
-    a, b = search(mapped, seqs, device), search(db, seqs, device)
+    assert mapped.pass_bits is not None
+    unkept = ProfileDB(**{**{f: getattr(db, f) for f in db.__dataclass_fields__}, "pass_bits": None})
+    a, b, c = search(mapped, seqs, device), search(db, seqs, device), search(unkept, seqs, device)
     assert len(a.hits) > 0 and all(np.array_equal(getattr(a.hits, f), getattr(b.hits, f))
+                                   and np.array_equal(getattr(c.hits, f), getattr(b.hits, f))
                                    for f in ("model", "target", "score_bits", "evalue"))
+    counts = [[getattr(r.stats, k) for k in ("past_msv", "past_bias", "past_vit", "past_fwd")] for r in (a, b, c)]
+    assert counts[0] == counts[1] == counts[2] and counts[0][0] > counts[0][1] > counts[0][2] > counts[0][3] > 0
+
+
+def test_pressed_pass_bits_are_the_thresholds_a_search_makes(db, tmp_path):
+    """The pressed least passing bit scores are :func:`stats.pass_thresholds`' (bit for bit) for HMMER's
+    default F1, F2, F3, in every part of the models; a file pressed before they were kept (none in it)
+    loads, in both formats, without them (the search then makes them)."""
+    from hmmcascade import stats
+    from hmmcascade.profiles import PRESSED_PASS_BITS
+
+    ev = db.evparams.astype(np.float64)
+    assert db.pass_bits.shape == (len(db), 4) and db.pass_bits.dtype == np.float32
+    for j, (col, F) in enumerate(PRESSED_PASS_BITS):
+        surv = stats.exp_surv if col == 4 else stats.gumbel_surv
+        want = stats.pass_thresholds(surv, ev[:, col], ev[:, col + 1], F)
+        assert np.array_equal(db.pass_bits[:, j].view(np.uint32), want.view(np.uint32))
+    part = db.subset(3, 11)
+    assert np.array_equal(part.pass_bits, db.pass_bits[3:11])
+    unkept = ProfileDB(**{**{f: getattr(db, f) for f in db.__dataclass_fields__}, "pass_bits": None})
+    for name in ("old.hmmc", "old.npz"):
+        unkept.save(tmp_path / name)
+        old = ProfileDB.load(tmp_path / name)
+        assert old.pass_bits is None and _same(old, unkept) and old.subset(0, 2).pass_bits is None

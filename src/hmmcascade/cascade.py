@@ -44,7 +44,7 @@ from .instrument import Instrument
 from .io import SequenceSet
 from .options import SearchOptions
 from .planner import MemoryPlan
-from .profiles import ProfileDB, length_params
+from .profiles import PRESSED_PASS_BITS, ProfileDB, length_params
 from .reporting import (CUTOFF_COLUMNS, Thresholds, check_cutoffs, key_columns, make_hits, name_rank, sort_hits,
                         threshold_hits)
 from .results import Hit, gc_paused
@@ -67,6 +67,8 @@ class Cascade:
         #: a cold machine builds every kernel part at once in processes of its own (hmmcascade.builds)
         self.prebuild = prebuild(dev, search_parts(opts, db.M))
         dev.trim()  # (the pool's free buffers from earlier work go)
+        if db.pass_bits is not None:  # (each filter's least passing bit scores at HMMER's defaults, as pressed)
+            self._pass_bits = {key: np.ascontiguousarray(db.pass_bits[:, j]) for j, key in enumerate(PRESSED_PASS_BITS)}
         self.models = DeviceModels(dev, db)
         #: the device-memory budget and the sizes made from it (:mod:`hmmcascade.planner`): the
         #: models and whatever else the device holds now are resident; the device's pool keeps

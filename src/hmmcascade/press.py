@@ -26,7 +26,7 @@ import numpy as np
 from pyhmmer.easel import Alphabet
 from pyhmmer.plan7 import Background, Profile
 
-from .profiles import KP, N_TRANS, ProfileDB
+from .profiles import KP, N_TRANS, ProfileDB, pressed_pass_bits
 
 __all__ = ["press", "press_file"]
 
@@ -267,7 +267,9 @@ def _assemble(cols: dict, scales: tuple) -> ProfileDB:
     def flat(key, dtype):
         return np.concatenate([np.ascontiguousarray(a, dtype=dtype).ravel() for a in cols[key]])
 
+    evparams = np.asarray(cols["evparams"], dtype=np.float32)
     return ProfileDB(
+        pass_bits=pressed_pass_bits(evparams),
         names=np.asarray(cols["names"], dtype=str),
         accessions=np.asarray(cols["accessions"], dtype=str),
         descriptions=np.asarray(cols["descriptions"], dtype=str),
@@ -275,7 +277,7 @@ def _assemble(cols: dict, scales: tuple) -> ProfileDB:
         rf=np.asarray(cols["rf"], dtype=str),
         cs=np.asarray(cols["cs"], dtype=str),
         M=M,
-        evparams=np.asarray(cols["evparams"], dtype=np.float32),
+        evparams=evparams,
         cutoffs=np.asarray(cols["cutoffs"], dtype=np.float32),
         bias_odds_f32=np.asarray(cols["bias_odds"], dtype=np.float32),
         msv_params_u8=np.asarray(cols["msv_params"], dtype=np.uint8),
