@@ -120,3 +120,9 @@ def test_pressed_pass_bits_are_the_thresholds_a_search_makes(db, tmp_path):
         unkept.save(tmp_path / name)
         old = ProfileDB.load(tmp_path / name)
         assert old.pass_bits is None and _same(old, unkept) and old.subset(0, 2).pass_bits is None
+    wrong = ProfileDB(**{**{f: getattr(db, f) for f in db.__dataclass_fields__}, "pass_bits": db.pass_bits[:, :3]})
+    for name in ("wrong.hmmc", "wrong.npz"):  # (a file whose pass bits are not one row of four per model)
+        wrong.save(tmp_path / name)
+        with pytest.raises(InputError, match=name + r": truncated or corrupt pressed hmmcascade model file \(array "
+                                                   r"pass_bits of shape \(\d+, 3\)"):
+            ProfileDB.load(tmp_path / name)

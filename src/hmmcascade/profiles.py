@@ -48,7 +48,8 @@ _MAPPED_ALIGN = 64
 
 #: the columns of :attr:`ProfileDB.pass_bits`: (column of ``evparams``, P-value threshold): the MSV
 #: filter's (F1), the bias filter's and the Viterbi filter's (F2), the Forward filter's (F3), at HMMER's
-#: defaults (Gumbel for columns 0 and 2, exponential for 4)
+#: defaults (Gumbel for columns 0 and 2, exponential for 4).  Files keep no copy of this: a change to it
+#: must name the field anew (files pressed before then load without it)
 PRESSED_PASS_BITS = ((0, 0.02), (0, 1e-3), (2, 1e-3), (4, 1e-5))
 
 
@@ -249,6 +250,7 @@ class ProfileDB:
             missing = [f for f in cls._required() if f not in values]
             if missing:
                 raise ValueError(f"no '{missing[0]}' entry")
+            cls._check_pass_bits(values)
             return cls(**{f: values[f] for f in cls.__dataclass_fields__ if f in values})
         except InputError:
             raise
@@ -272,7 +274,18 @@ class ProfileDB:
         optional = [f for f in cls.__dataclass_fields__ if f not in z]
         with np.load(path, allow_pickle=False) as more:  # (arrays a file pressed earlier may lack)
             z.update({f: more[f] for f in optional if f in more.files})
+        try:
+            cls._check_pass_bits(z)
+        except ValueError as exc:
+            raise InputError(f"{path}: truncated or corrupt {what} file ({exc})") from None
         return cls(**{f: v.item() if v.ndim == 0 else v for f, v in z.items()})
+
+    @staticmethod
+    def _check_pass_bits(values: dict) -> None:
+        """A ValueError where a file's :attr:`pass_bits` are not float32 [models, tests]."""
+        pb = values.get("pass_bits")
+        if pb is not None and (pb.dtype != np.float32 or pb.shape != (len(values["M"]), len(PRESSED_PASS_BITS))):
+            raise ValueError(f"array pass_bits of shape {tuple(pb.shape)} and type {pb.dtype}")
 
     @classmethod
     def _required(cls) -> list[str]:
