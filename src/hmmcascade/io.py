@@ -64,8 +64,9 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def read_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
-    """The arrays ``keys`` of an ``.npz`` file that hmmcascade wrote, read whole.
+def read_npz(path: str | os.PathLike, what: str, keys, optional=()) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of an ``.npz`` file that hmmcascade wrote, read whole, and those of
+    ``optional`` that it holds (a file written by an earlier version may lack them).
 
     Raises:
         InputError: missing, empty, not an ``.npz`` archive, cut short or corrupt, or without one
@@ -84,7 +85,7 @@ def read_npz(path: str | os.PathLike, what: str, keys) -> dict[str, np.ndarray]:
             missing = [k for k in keys if k not in z.files]
             if missing:
                 raise InputError(f"{path}: not a {what} file (no '{missing[0]}' array)")
-            return {k: z[k] for k in keys}
+            return {k: z[k] for k in [*keys, *(k for k in optional if k in z.files)]}
     except InputError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:

@@ -60,7 +60,7 @@ def pressed_pass_bits(evparams: np.ndarray) -> np.ndarray:
     ev = np.asarray(evparams).astype(np.float64)
     cols = [stats.pass_thresholds(stats.exp_surv if col == 4 else stats.gumbel_surv, ev[:, col], ev[:, col + 1], F)
             for col, F in PRESSED_PASS_BITS]
-    return np.stack(cols, axis=1).astype(np.float32).reshape(len(ev), len(PRESSED_PASS_BITS))
+    return np.stack(cols, axis=1)  # (pass_thresholds' float32, a row per model)
 
 
 def _aligned(nbytes: int) -> int:
@@ -270,10 +270,8 @@ class ProfileDB:
         version = read_npz(path, what, ["press_version"])["press_version"]
         if version.shape != () or int(version) != _PRESS_VERSION:
             raise InputError(f"{path}: a {what} file of another version ({version}); press the models again")
-        z = read_npz(path, what, cls._required())
-        optional = [f for f in cls.__dataclass_fields__ if f not in z]
-        with np.load(path, allow_pickle=False) as more:  # (arrays a file pressed earlier may lack)
-            z.update({f: more[f] for f in optional if f in more.files})
+        required = cls._required()
+        z = read_npz(path, what, required, optional=[f for f in cls.__dataclass_fields__ if f not in required])
         try:
             cls._check_pass_bits(z)
         except ValueError as exc:
