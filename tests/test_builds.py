@@ -27,7 +27,7 @@ def test_parts_cover_every_kernel_once_where_the_table_says(device, program):
     for table in TABLES.values():  # every kernel a table names is in its program
         for v in table.variants:
             if v.program == program:
-                assert {v.kernel_name(c) for c in (WARP_WIDTHS if v.is_warp else (0,))} <= names
+                assert {v.kernel_name(c) for c in (v.widths if v.is_warp else (0,))} <= names
 
 
 def test_tables_pick_the_variant_and_width_or_fall_back():
@@ -36,6 +36,13 @@ def test_tables_pick_the_variant_and_width_or_fall_back():
     assert [(v.value, c) for v, c in (vit.pick("warp", 300), vit.pick("warp", WARP_MAX_NODES + 1),
                                         vit.pick("serial", 300))] == [("warp", 12), ("wg", 0), ("serial", 0)]
     assert TABLES["envelope"].pick("warp", 2000)[0].kernel == "envelope_wg"
+    # the domain stages' warp kernels take models of up to 512 nodes (C <= 16); longer ones HMMER's order
+    for option, wg in (("decode", "fb_parser_wg"), ("envelope", "envelope_wg")):
+        table = TABLES[option]
+        assert [(v.kernel, c) for v, c in (table.pick("warp", 512), table.pick("warp", 513))] == [
+            (table.variants[0].kernel, 16), (wg, 0)]
+        assert table.variants[0].widths == (4, 8, 12, 16) and table.pick("wg", 3000)[0].kernel == wg
+    assert TABLES["decode"].chain("wg")[-1].kernel == "fb_parser"
     assert TABLES["region_forward"].pick("warp", 2000)[0].kernel == "envelope"
     assert TABLES["region_forward"].pick("lanes", 300)[0].kernel == "region_forward_lanes"
     assert TABLES["region_forward"].pick("wide", 3000)[0].kernel == "region_forward_wide"
@@ -48,9 +55,9 @@ def test_a_search_needs_only_its_models_widths():
     parts = search_parts(gpu, np.array([40, 100, 120]))  # short models: warp width 4 only
     assert ("viterbi", ("-DHMMC_PART=1",)) in parts and ("viterbi", ("-DHMMC_PART=2",)) not in parts
     # (region_forward's warp parts only where asked for: its default is wide, in part 0; issue 26)
-    assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7)}
+    assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 5)}
     warp = search_parts(SearchOptions(region_forward="warp").resolved(True), np.array([40, 100, 120]))
-    assert {p for p in warp if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 7, 13)}
+    assert {p for p in warp if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 5, 9)}
     assert ("msv", ()) in parts and ("null2", ()) in parts
     every = search_parts(SearchOptions(region_forward="warp").resolved(True),
                          np.array([100, 200, 300, 500, 700, 1000, 3000]))
@@ -78,7 +85,7 @@ def test_prebuild_in_processes_then_the_search_builds_from_the_cache(tmp_path, m
     dev2 = open_device(f"{device.indices[0]}:{device.indices[1]}")
     assert builds.prebuild(dev2, parts, processes=2, gpu_only=False)["parts"] == 0  # (all marked built)
     dev.program("domains")
-    assert dev.kernel("domains", "envelope_warp32").function_name == "envelope_warp32"
+    assert dev.kernel("domains", "envelope_warp16").function_name == "envelope_warp16"
     assert dev.kernel("domains", "fb_parser").function_name == "fb_parser"
 
 

@@ -31,6 +31,7 @@ from hmmcascade.domaindef.records import EnvelopeResults
 from hmmcascade.device_data import DeviceBatch
 from hmmcascade.filters import VIT_WARP_C, warp_runs
 from hmmcascade.io import SequenceSet
+from hmmcascade.kernel_table import DOMAIN_WARP_MAX_NODES
 from hmmcascade.profiles import length_params
 
 from conftest import concat, sorted_by_length
@@ -279,17 +280,23 @@ def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db,
 
 
 def test_warp_decode_equals_serial(setup, device, default_db):
-    """fb_parser_warp<C> (models of up to 1,024 nodes; fb_parser for longer ones) against fb_parser on
-    every pair of the setup: the same regions and multi-domain flags, the Forward and Backward
-    parser scores within 1e-5 relative, btot, etot, mocc within 1e-4 (absolute; they are sums of
-    posteriors of at most L), the own-scales flag equal."""
+    """fb_parser_warp<C> (models of up to 512 nodes; fb_parser_wg for longer ones, fb_parser where its
+    local rows do not fit) against fb_parser on every pair of the setup: the same regions and
+    multi-domain flags, the Forward and Backward parser scores within 1e-5 relative, btot, etot, mocc
+    within 1e-4 (absolute; they are sums of posteriors of at most L), the own-scales flag equal; the
+    pairs of the longer models on fb_parser_wg, bit for bit."""
     casc, batch, ps, pm, n_passed = setup
     ra, na, ia, pa = _engine(casc, device, default_db, 64).decoder.decode(batch, ps, pm, posteriors=True)
     eng = _engine(casc, device, default_db, 64, decode="warp")
     assert eng.decoder.k_parser_warp
+    warp = _count_launches(eng.decoder, "k_parser_warp")
+    wg = _count_launches(eng.decoder, "k_parser_wg", 1)
     rb, nb, ib, pb = eng.decoder.decode(batch, ps, pm, posteriors=True)
-    M = casc.models.db.M[pm]  # every chunk size: registers up to 512 nodes, transitions from memory above
-    assert (M <= 512).sum() > 1000 and ((M > 512) & (M <= 1024)).sum() > 10 and (M <= 1024).all()
+    M = casc.models.db.M[pm]  # every chunk size of the warp kernel (4 .. 16), and longer models
+    long = M > DOMAIN_WARP_MAX_NODES
+    assert (~long).sum() > 1000 and long.sum() > 10 and {c for c, _ in warp} == {4, 8, 12, 16}
+    assert sum(n for _, n in warp) == int((~long).sum()) and wg
+    assert np.array_equal(_bits(ib[long]), _bits(ia[long])) and np.array_equal(_bits(nb[long]), _bits(na[long]))
     assert ra == rb
     np.testing.assert_allclose(ib[:, :2], ia[:, :2], rtol=1e-5, atol=1e-5)
     assert np.array_equal(ib[:, 2:], ia[:, 2:])
@@ -341,10 +348,11 @@ def _count_launches(eng, attr, per_job=32):
     return calls
 
 
-@pytest.mark.parametrize("force", [0, 16, 32])
+@pytest.mark.parametrize("force", [0, 8, 16])
 def test_warp_envelope_kernel_equals_serial(wg_jobs, device, default_db, monkeypatch, force):
     """envelope_warp<C> (a warp per envelope, C nodes per lane) against envelope on wg_jobs (1,013
-    envelopes; models of 13..1,021 nodes, so every C; L = 1..4,560).  Its Forward and Backward sum
+    envelopes; models of 13..1,021 nodes, so every C up to 16, and longer models on envelope_wg, the
+    same floats as envelope; L = 1..4,560).  Its Forward and Backward sum
     inside a row in another order (scans, butterflies), so values agree to float rounding; decoding,
     null2 and the OA recurrence are the same float expressions of those.  Measured on PoCL
     (2026-11-21): envsc within 1.6e-5 nats (4.2e-7 relative), oasc within 1.8e-3 (1.7e-6
@@ -355,9 +363,10 @@ def test_warp_envelope_kernel_equals_serial(wg_jobs, device, default_db, monkeyp
     eng = _path_engine(casc, device, default_db, "warp")
     calls = _count_launches(eng.rescorer, "k_env_warp")
     got = eng.rescorer.envelopes(batch, *jobs, 1)
-    assert sum(n for _, n in calls) == len(ref)  # every envelope on a warp kernel
-    used = {c for c, _ in calls}
-    assert used == ({c for c in VIT_WARP_C if c >= force} if force else set(VIT_WARP_C))
+    M = default_db.M[jobs[1]]
+    assert sum(n for _, n in calls) == int((M <= DOMAIN_WARP_MAX_NODES).sum()) and (M > DOMAIN_WARP_MAX_NODES).sum() > 30
+    used = {c for c, _ in calls}  # every envelope of a model of up to 512 nodes on a warp kernel, every width
+    assert used == {c for c in VIT_WARP_C if c >= force and 32 * c <= DOMAIN_WARP_MAX_NODES}
     differ = 0
     for t, (x, y) in enumerate(zip(ref, got)):
         assert (x is None) == (y is None), t
@@ -374,13 +383,13 @@ def test_warp_envelope_kernel_equals_serial(wg_jobs, device, default_db, monkeyp
 
 
 def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, default_db, monkeypatch):
-    """On the warp path, models longer than WARP_MAX_NODES (32 * max(VIT_WARP_C)) nodes go to envelope_wg, and those
+    """On the warp path, models longer than DOMAIN_WARP_MAX_NODES (512) nodes go to envelope_wg, and those
     whose rows do not fit its local memory on to envelope; results come back in job order, as dicts
     and as arrays.  Here with chunk sizes up to 8 (warp for M <= 256) and a local memory for W <= 512:
     the warp jobs equal a warp-only run's, the others envelope's, bit for bit."""
     casc, batch, jobs, ref = wg_jobs
     warp_only = _path_engine(casc, device, default_db, "warp").rescorer.envelopes(batch, *jobs, 1)
-    monkeypatch.setattr(envelopes, "WARP_MAX_NODES", 32 * 8)
+    monkeypatch.setattr(envelopes, "DOMAIN_WARP_MAX_NODES", 32 * 8)
     monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: envelopes.env_wg_local_bytes(512) + 1024))
     eng = _path_engine(casc, device, default_db, "warp")
     M = default_db.M[jobs[1]]

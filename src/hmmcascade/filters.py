@@ -47,13 +47,15 @@ def on_side_queue(side_queue: bool, c: int) -> bool:
     return side_queue and (c == 0 or c >= SIDE_WARP_C)
 
 
-def warp_runs(words_sorted: np.ndarray):
+def warp_runs(words_sorted: np.ndarray, max_c: int | None = None):
     """Runs of pairs sorted by model length (``words_sorted``: their models' 4-node words,
     ascending) for the warp kernels: ``(start, end, C)`` per chunk size C of :data:`VIT_WARP_C`
-    with pairs, each run's models the ones that need C (M <= 32 C, above the previous C); pairs
-    past the largest C follow the last run."""
+    (up to ``max_c``) with pairs, each run's models the ones that need C (M <= 32 C, above the
+    previous C); pairs past the largest C follow the last run."""
     start = 0
     for c in VIT_WARP_C:
+        if max_c is not None and c > max_c:
+            break
         end = int(np.searchsorted(words_sorted, 8 * c, side="right"))
         if end > start:
             yield start, end, c

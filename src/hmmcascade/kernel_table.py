@@ -17,12 +17,11 @@ viterbi         warp: ``viterbi_warp<C>``                    up to :data:`WARP_M
                 serial: ``viterbi_filter``                   any
 forward         warp: ``forward_warp<C>``                    up to :data:`WARP_MAX_NODES` nodes
                 serial: ``forward_filter``, ``forward_wg``   any (forward_wg: pairs of many cells)
-decode          warp: ``fb_parser_warp<C>``                  up to :data:`WARP_MAX_NODES` nodes
+decode          warp: ``fb_parser_warp<C>``                  up to :data:`DOMAIN_WARP_MAX_NODES` nodes
+                wg: ``fb_parser_wg``                         its local rows fit (the stage checks)
                 serial: ``fb_parser``                        any
-                wg: ``fb_parser_wg``, ``fb_parser``          any (chosen by name only; fb_parser where
-                                                             its local rows do not fit)
-envelope        warp: ``envelope_warp<C>``                   up to :data:`WARP_MAX_NODES` nodes
-                wg: ``envelope_wg``                          any
+envelope        warp: ``envelope_warp<C>``                   up to :data:`DOMAIN_WARP_MAX_NODES` nodes
+                wg: ``envelope_wg``                          its local rows fit (the stage checks)
                 serial: ``envelope``                         any
 region_forward  warp: ``region_forward_warp<C>``             up to :data:`WARP_MAX_NODES` nodes
                 serial: ``envelope`` (Forward-only mode)     any
@@ -44,13 +43,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PROGRAM_PARTS", "SEARCH_PROGRAMS", "TABLES", "WARP_MAX_NODES", "WARP_WIDTHS", "KernelTable", "Variant",
-           "WarpKernels", "kernel_part", "part_options", "search_parts", "warp_width"]
+__all__ = ["DOMAIN_WARP_MAX_NODES", "PROGRAM_PARTS", "SEARCH_PROGRAMS", "TABLES", "WARP_MAX_NODES", "WARP_WIDTHS",
+           "KernelTable", "Variant", "WarpKernels", "kernel_part", "part_options", "search_parts", "warp_width"]
 
 #: nodes per lane (C) of the warp kernels' instantiations, ascending
 WARP_WIDTHS = (4, 8, 12, 16, 24, 32)
 #: the longest model a warp kernel takes (32 lanes of the widest C)
 WARP_MAX_NODES = 32 * WARP_WIDTHS[-1]
+#: the longest model the domain stages' warp kernels take (fb_parser_warp<C>, envelope_warp<C>): 32 lanes of
+#: C = 16 nodes in registers.  Longer ones run the work-group kernels in HMMER's order: few pairs of these
+#: models are too few warps to fill a GPU, and their warp kernels ran 1.8-6.4 Gcells/s against the work-group
+#: kernels' 8-14 (H200, dev-x10, 2026-11-29)
+DOMAIN_WARP_MAX_NODES = 32 * 16
 
 #: the programs a search builds (every stage's kernel file)
 SEARCH_PROGRAMS = ("layout", "msv", "select", "bias", "viterbi", "forward", "domains", "ensemble", "null2")
@@ -68,8 +72,8 @@ def warp_width(nodes: int) -> int:
 @dataclass(frozen=True)
 class Variant:
     """One way to run a stage: the option value that picks it, its program and kernel (``{c}``:
-    a warp kernel, one instantiation per width of :data:`WARP_WIDTHS`, in parts ``part`` ..
-    ``part + 5`` of its program), and the longest model it takes (None: any)."""
+    a warp kernel, one instantiation per width of :attr:`widths`, in parts ``part`` ..
+    ``part + len(widths) - 1`` of its program), and the longest model it takes (None: any)."""
 
     value: str
     program: str
@@ -81,12 +85,19 @@ class Variant:
     def is_warp(self) -> bool:
         return "{c}" in self.kernel
 
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """A warp kernel's instantiations: the widths C of :data:`WARP_WIDTHS` its longest model needs at most."""
+        if not self.is_warp:
+            return ()
+        return tuple(c for c in WARP_WIDTHS if self.max_nodes is None or 32 * c <= self.max_nodes)
+
     def kernel_name(self, c: int = 0) -> str:
         return self.kernel.format(c=c) if self.is_warp else self.kernel
 
     def part_of(self, c: int = 0) -> int:
         """The program part holding the kernel (of width ``c``)."""
-        return self.part + WARP_WIDTHS.index(c) if self.is_warp else self.part
+        return self.part + self.widths.index(c) if self.is_warp else self.part
 
     def takes(self, nodes: int) -> bool:
         return self.max_nodes is None or nodes <= self.max_nodes
@@ -138,22 +149,25 @@ TABLES: dict[str, KernelTable] = {
                                        Variant("serial", "viterbi", "viterbi_filter"))),
     "forward": KernelTable("forward", (_warp("forward", "forward_warp{c}", 1),
                                        Variant("serial", "forward", "forward_filter"))),
-    "decode": KernelTable("decode", (_warp("domains", "fb_parser_warp{c}", 1), Variant("serial", "domains", "fb_parser"),
-                                     Variant("wg", "domains", "fb_parser_wg"))),
-    "envelope": KernelTable("envelope", (_warp("domains", "envelope_warp{c}", 7), Variant("wg", "domains", "envelope_wg"),
+    "decode": KernelTable("decode", (Variant("warp", "domains", "fb_parser_warp{c}", 1, DOMAIN_WARP_MAX_NODES),
+                                     Variant("wg", "domains", "fb_parser_wg"), Variant("serial", "domains", "fb_parser"))),
+    "envelope": KernelTable("envelope", (Variant("warp", "domains", "envelope_warp{c}", 5, DOMAIN_WARP_MAX_NODES),
+                                         Variant("wg", "domains", "envelope_wg"),
                                          Variant("serial", "domains", "envelope"))),
-    "region_forward": KernelTable("region_forward", (_warp("domains", "region_forward_warp{c}", 13),
+    "region_forward": KernelTable("region_forward", (_warp("domains", "region_forward_warp{c}", 9),
                                                      Variant("serial", "domains", "envelope"),
                                                      Variant("lanes", "domains", "region_forward_lanes"),
                                                      Variant("wide", "domains", "region_forward_wide"))),
 }
 
 #: programs built in parts (``-DHMMC_PART=0 .. n-1``): part 0 the non-warp kernels, then one part
-#: per warp instantiation; the others are built whole
-PROGRAM_PARTS = {"viterbi": 1 + len(WARP_WIDTHS), "forward": 1 + len(WARP_WIDTHS), "domains": 1 + 3 * len(WARP_WIDTHS)}
+#: per warp instantiation (the kernel files' ``#if`` blocks, numbered as the tables' variants say); the
+#: others are built whole
+PROGRAM_PARTS = {name: 1 + sum(len(v.widths) for t in TABLES.values() for v in t.variants if v.program == name)
+                 for name in ("viterbi", "forward", "domains")}
 
 _KERNEL_PART = {(v.program, v.kernel_name(c)): v.part_of(c)
-                for t in TABLES.values() for v in t.variants if v.is_warp for c in WARP_WIDTHS}
+                for t in TABLES.values() for v in t.variants if v.is_warp for c in v.widths}
 
 
 def part_options(name: str) -> list[tuple]:
@@ -191,13 +205,13 @@ class WarpKernels(dict):
         return self.enabled
 
     def __missing__(self, c: int):
-        if not self.enabled or c not in WARP_WIDTHS:
+        if not self.enabled or c not in self.variant.widths:
             raise KeyError(c)
         kernel = self[c] = self.dev.kernel(self.variant.program, self.variant.kernel_name(c))
         return kernel
 
     def _every(self) -> "WarpKernels":
-        for c in WARP_WIDTHS if self.enabled else ():
+        for c in self.variant.widths if self.enabled else ():
             self[c]
         return self
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..device import opencl
 from ..device_data import DeviceBatch
 from ..filters import on_side_queue, round_up, warp_runs
-from ..kernel_table import TABLES, WarpKernels
+from ..kernel_table import DOMAIN_WARP_MAX_NODES, TABLES, WarpKernels
 from ..options import choose
 from .envelopes import ENVELOPE_WG, env_wg_local_bytes, wg_fits
 from .launches import DomainLaunches
@@ -78,7 +78,7 @@ class PosteriorDecoder:
         self.k_parser = dev.kernel("domains", "fb_parser")
         self.k_parser_wg = dev.kernel("domains", "fb_parser_wg")
         #: posterior decoding: "warp" (fb_parser_warp<C>, a warp per pair, for models of up to
-        #: kernel_table.WARP_MAX_NODES (1,024) nodes, fb_parser for longer ones; default on GPUs) or "serial"
+        #: kernel_table.DOMAIN_WARP_MAX_NODES (512) nodes, then as "wg"; default on GPUs) or "serial"
         #: (fb_parser, a work-item per pair; default on CPUs) or "wg" (fb_parser_wg, a work-group per pair,
         #: for models whose chains' rows fit its local memory, fb_parser for longer ones).  "serial" and
         #: "wg" give the same floats (HMMER's order); "warp" agrees with them to float rounding.
@@ -116,9 +116,9 @@ class PosteriorDecoder:
         Ws = self.launches.padded_nodes[pair_model][order]
         # segments of the sorted jobs: fb_parser_warp<C> per chunk size (c), fb_parser_wg (c = -1) for the
         # models whose rows fit its local memory (sorted by M: a prefix), then fb_parser (c = 0)
-        segments = list(warp_runs(Ws // 4)) if self.k_parser_warp else []
+        segments = list(warp_runs(Ws // 4, DOMAIN_WARP_MAX_NODES // 32)) if self.k_parser_warp else []
         a = segments[-1][1] if segments else 0
-        if self.path == "wg" and a < n:
+        if self.path in ("wg", "warp") and a < n:
             b = a + int(np.count_nonzero(wg_fits(self.dev, Ws[a:])))
             if b > a:
                 segments.append((a, b, -1))
@@ -165,7 +165,9 @@ class PosteriorDecoder:
 
         side_pending = []  # the side queue's launches, read when the main queue's are
         for a, b, c in segments:
-            sd = c >= 0 and on_side_queue(self.side_queue, c)  # (fb_parser_wg: the main queue)
+            # (fb_parser_wg: the side queue where it takes the models longer than the warp kernels', as
+            # fb_parser_warp<C>'s longest and fb_parser do; the main queue where it takes every model)
+            sd = on_side_queue(self.side_queue, max(c, 0)) and (c >= 0 or self.path == "warp")
             Lseg = L[order[a:b]]
             if c > 0:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)

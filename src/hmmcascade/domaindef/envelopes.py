@@ -26,7 +26,7 @@ import numpy as np
 from ..device import opencl
 from ..device_data import DeviceBatch
 from ..filters import on_side_queue, round_up, union_seconds, warp_runs
-from ..kernel_table import TABLES, WARP_MAX_NODES, WarpKernels
+from ..kernel_table import DOMAIN_WARP_MAX_NODES, TABLES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
@@ -62,7 +62,7 @@ class EnvelopeRescorer:
         self.k_env_wg = dev.kernel("domains", "envelope_wg")
         self.k_env_warp = WarpKernels(dev, TABLES["envelope"].variants[0])
         #: envelope rescoring (mode 1): "warp" (envelope_warp<C>, a warp per envelope, for models of
-        #: up to kernel_table.WARP_MAX_NODES (1,024) nodes, envelope_wg for longer ones; default on GPUs), "wg"
+        #: up to kernel_table.DOMAIN_WARP_MAX_NODES (512) nodes, envelope_wg for longer ones; default on GPUs), "wg"
         #: (envelope_wg, a work-group per envelope) or "serial" (envelope, a work-item per envelope;
         #: default on CPUs).  "wg" and "serial" give the same results bit for bit, "warp" to float rounding.
         #: Default: the options' ``envelope`` (:class:`~hmmcascade.options.SearchOptions`).
@@ -100,7 +100,7 @@ class EnvelopeRescorer:
         use_wg, use_warp = kernel == "wg", kernel == "warp"
         if use_wg or use_warp:
             if use_warp:  # longer models than the warp kernels' registers hold go to envelope_wg
-                fits, other = self.db.M[model] <= WARP_MAX_NODES, "wg"
+                fits, other = self.db.M[model] <= DOMAIN_WARP_MAX_NODES, "wg"
             else:  # longer models than envelope_wg's local rows hold go to the serial kernel
                 W = self.launches.padded_nodes[model]
                 fits, other = wg_fits(self.dev, W), "serial"

@@ -1760,7 +1760,7 @@ __kernel void fb_parser_wg(FB_PARSER_ARGS, __local float4 *lw)
 #endif
 
 /* fb_parser_warp<C>: fb_parser's outputs (to float rounding), one warp per job, C nodes per lane in
- * registers (see fb_parser_warp.h and warp.h). */
+ * registers (see fb_parser_warp.h and warp.h); C <= 16 (kernel_table.DOMAIN_WARP_MAX_NODES). */
 #if !defined(HMMC_PART) || HMMC_PART == 1
 #define PW_C 4
 #define PW_NAME fb_parser_warp4
@@ -1789,106 +1789,70 @@ __kernel void fb_parser_wg(FB_PARSER_ARGS, __local float4 *lw)
 #undef PW_C
 #undef PW_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 5
-#define PW_C 24
-#define PW_NAME fb_parser_warp24
-#define PW_TGLOBAL 1
-#include "fb_parser_warp.h"
-#undef PW_C
-#undef PW_NAME
-#undef PW_TGLOBAL
-#endif
-#if !defined(HMMC_PART) || HMMC_PART == 6
-#define PW_C 32
-#define PW_NAME fb_parser_warp32
-#define PW_TGLOBAL 1
-#include "fb_parser_warp.h"
-#undef PW_C
-#undef PW_NAME
-#undef PW_TGLOBAL
-#endif
 
 /* envelope_warp<C>: envelope_wg's outputs (to float rounding), one warp per envelope, C nodes per
- * lane in registers (see envelope_warp.h and warp.h). */
-#if !defined(HMMC_PART) || HMMC_PART == 7
+ * lane in registers (see envelope_warp.h and warp.h); C <= 16 (kernel_table.DOMAIN_WARP_MAX_NODES). */
+#if !defined(HMMC_PART) || HMMC_PART == 5
 #define EW_C 4
 #define EW_NAME envelope_warp4
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 8
+#if !defined(HMMC_PART) || HMMC_PART == 6
 #define EW_C 8
 #define EW_NAME envelope_warp8
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 9
+#if !defined(HMMC_PART) || HMMC_PART == 7
 #define EW_C 12
 #define EW_NAME envelope_warp12
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 10
+#if !defined(HMMC_PART) || HMMC_PART == 8
 #define EW_C 16
 #define EW_NAME envelope_warp16
 #include "envelope_warp.h"
 #undef EW_C
 #undef EW_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 11
-#define EW_C 24
-#define EW_NAME envelope_warp24
-#define EW_TGLOBAL 1
-#include "envelope_warp.h"
-#undef EW_C
-#undef EW_NAME
-#undef EW_TGLOBAL
-#endif
-#if !defined(HMMC_PART) || HMMC_PART == 12
-#define EW_C 32
-#define EW_NAME envelope_warp32
-#define EW_TGLOBAL 1
-#include "envelope_warp.h"
-#undef EW_C
-#undef EW_NAME
-#undef EW_TGLOBAL
-#endif
 
 
 /* region_forward_warp<C>: the envelope kernel's Forward-only mode (mode 0 or 2; its layout and
  * info), one warp per job, C nodes per lane in registers (see region_forward_warp.h). */
-#if !defined(HMMC_PART) || HMMC_PART == 13
+#if !defined(HMMC_PART) || HMMC_PART == 9
 #define RF_C 4
 #define RF_NAME region_forward_warp4
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 14
+#if !defined(HMMC_PART) || HMMC_PART == 10
 #define RF_C 8
 #define RF_NAME region_forward_warp8
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 15
+#if !defined(HMMC_PART) || HMMC_PART == 11
 #define RF_C 12
 #define RF_NAME region_forward_warp12
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 16
+#if !defined(HMMC_PART) || HMMC_PART == 12
 #define RF_C 16
 #define RF_NAME region_forward_warp16
 #include "region_forward_warp.h"
 #undef RF_C
 #undef RF_NAME
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 17
+#if !defined(HMMC_PART) || HMMC_PART == 13
 #define RF_C 24
 #define RF_NAME region_forward_warp24
 #define RF_TGLOBAL 1
@@ -1897,7 +1861,7 @@ __kernel void fb_parser_wg(FB_PARSER_ARGS, __local float4 *lw)
 #undef RF_NAME
 #undef RF_TGLOBAL
 #endif
-#if !defined(HMMC_PART) || HMMC_PART == 18
+#if !defined(HMMC_PART) || HMMC_PART == 14
 #define RF_C 32
 #define RF_NAME region_forward_warp32
 #define RF_TGLOBAL 1

@@ -1,6 +1,5 @@
 /* envelope_warp.h: the body of the envelope_warp<C> kernels (domains.cl includes it once per chunk
- * size, with EW_C nodes per lane and the kernel's name EW_NAME defined; EW_TGLOBAL: transitions
- * read from memory where used, the long-model variants).
+ * size, C <= 16, with EW_C nodes per lane and the kernel's name EW_NAME defined).
  *
  * envelope_wg's work (the envelope kernel's full mode, mode & 1) with one warp (32 work-items) per
  * envelope; lane l holds nodes l*C+1 .. l*C+C of a DP row and their transitions in registers
@@ -64,9 +63,6 @@ void EW_NAME(
 
 #define WT_C EW_C
 #define WT_WORDS Q4
-#ifdef EW_TGLOBAL
-#define WT_TGLOBAL
-#endif
 #define WT_NEXT
 #include "warp_transitions.h"
 

@@ -3,8 +3,8 @@
  *
  * fb_parser's work (the Forward and Backward parsers over the whole target, p7_DomainDecoding and
  * the region loop) with one warp (32 work-items) per job; lane l holds nodes l*C+1 .. l*C+C of a
- * DP row and their transitions in registers (models of M <= 32*C nodes; the host sends longer
- * ones to fb_parser).  Only the residue records reach global memory: the job's scratch is
+ * DP row and their transitions in registers (models of M <= 32*C nodes, C <= 16; the host sends
+ * longer ones to fb_parser_wg or fb_parser).  Only the residue records reach global memory: the job's scratch is
  * contiguous (ws = 1), record i (16 floats: Forward specials E N J B C SCALE, Backward specials,
  * btot, etot, mocc) at float 16 i, as fb_parser's records with rec0 = 0.
  *
@@ -51,9 +51,6 @@ void PW_NAME(
 
 #define WT_C PW_C
 #define WT_WORDS Q
-#ifdef PW_TGLOBAL
-#define WT_TGLOBAL
-#endif
 #define WT_NEXT
 #include "warp_transitions.h"
 
