@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     for name, sec, jobs, cmax, csum in inst.launches:
         if name.startswith(args.prefix):
             by[name].append((sec, jobs, cmax, csum))
-    print(f"{dev.name}: {len(res.hits) if hasattr(res, 'hits') else ''} options {args.kernel_options or '(defaults)'}")
+    print(f"{dev.name}: {len(res.hits)} hits, options {args.kernel_options or '(defaults)'}")
     out = {}
     for name, rows in sorted(by.items()):
         sec = sum(r[0] for r in rows)

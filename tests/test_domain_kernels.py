@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -389,9 +391,10 @@ def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, defau
     the warp jobs equal a warp-only run's, the others envelope's, bit for bit."""
     casc, batch, jobs, ref = wg_jobs
     warp_only = _path_engine(casc, device, default_db, "warp").rescorer.envelopes(batch, *jobs, 1)
-    monkeypatch.setattr(envelopes, "DOMAIN_WARP_MAX_NODES", 32 * 8)
     monkeypatch.setattr(type(device), "local_mem_bytes", property(lambda self: envelopes.env_wg_local_bytes(512) + 1024))
     eng = _path_engine(casc, device, default_db, "warp")
+    warp = eng.rescorer.k_env_warp  # (the stage asks its table variant which models its warp kernels take)
+    monkeypatch.setattr(warp, "variant", dataclasses.replace(warp.variant, max_nodes=32 * 8))
     M = default_db.M[jobs[1]]
     W = (M + 3) // 4 * 4
     kinds = {"warp": M <= 256, "wg": (M > 256) & (W <= 512), "serial": W > 512}

@@ -29,7 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from .device import open_device, program_source
-from .kernel_table import SEARCH_PROGRAMS, part_options
+from .kernel_table import SEARCH_PROGRAMS, kernel_part, part_options
 
 __all__ = ["BUILD_PROCESSES", "BUILD_SECONDS", "SEARCH_PROGRAMS", "prebuild", "start_workers"]
 
@@ -39,13 +39,15 @@ __all__ = ["BUILD_PROCESSES", "BUILD_SECONDS", "SEARCH_PROGRAMS", "prebuild", "s
 BUILD_PROCESSES = 8
 
 #: seconds of each program part's build, alone (H100, NVIDIA driver 580, 2026-11-25; a part not
-#: listed: 0.5): the order of a prebuild, slowest first, so that no long build starts late.  (Measured
-#: when domains.cl had 19 parts; its numbers here are the same kernels' parts since 2026-11-29: 0, the
-#: envelope_warp<C> 5-8, region_forward_warp<C> 13, 14, fb_parser_warp16 4.)
-BUILD_SECONDS = {("domains", 0): 2.1, ("ensemble", 0): 1.2, ("domains", 8): 1.1, ("select", 0): 1.1,
-                 ("domains", 7): 1.0, ("viterbi", 6): 0.9, ("domains", 14): 0.8, ("domains", 6): 0.8,
-                 ("domains", 5): 0.7, ("forward", 6): 0.7, ("viterbi", 5): 0.6, ("domains", 13): 0.6,
-                 ("msv", 0): 0.6, ("domains", 4): 0.5, ("forward", 5): 0.5}
+#: listed: 0.5): the order of a prebuild, slowest first, so that no long build starts late.  A part is
+#: named by its warp kernel, or by None for part 0 (or a program built whole)
+BUILD_SECONDS = {("domains", None): 2.1, ("ensemble", None): 1.2, ("domains", "envelope_warp16"): 1.1,
+                 ("select", None): 1.1, ("domains", "envelope_warp12"): 1.0, ("viterbi", "viterbi_warp32"): 0.9,
+                 ("domains", "region_forward_warp32"): 0.8, ("domains", "envelope_warp8"): 0.8,
+                 ("domains", "envelope_warp4"): 0.7, ("forward", "forward_warp32"): 0.7,
+                 ("viterbi", "viterbi_warp24"): 0.6, ("domains", "region_forward_warp24"): 0.6, ("msv", None): 0.6,
+                 ("domains", "fb_parser_warp16"): 0.5, ("forward", "forward_warp24"): 0.5}
+_PART_SECONDS = {(name, kernel_part(name, kernel) if kernel else 0): s for (name, kernel), s in BUILD_SECONDS.items()}
 
 
 def _marker_dir() -> Path:
@@ -102,7 +104,7 @@ def _build_in_child(platform_index: int, device_index: int, inline_ptx: bool, na
 
 def _cost(name: str, extra: tuple) -> float:
     k = int(extra[0].rpartition("=")[2]) if extra else 0
-    return BUILD_SECONDS.get((name, k), 0.5)
+    return _PART_SECONDS.get((name, k), 0.5)
 
 
 def _every_part() -> list[tuple[str, tuple]]:

@@ -139,8 +139,8 @@ class KernelTable:
         return out
 
 
-def _warp(program: str, kernel: str, part: int) -> Variant:
-    return Variant("warp", program, kernel, part, WARP_MAX_NODES)
+def _warp(program: str, kernel: str, part: int, max_nodes: int = WARP_MAX_NODES) -> Variant:
+    return Variant("warp", program, kernel, part, max_nodes)
 
 
 #: option -> the stage's kernel table
@@ -149,9 +149,9 @@ TABLES: dict[str, KernelTable] = {
                                        Variant("serial", "viterbi", "viterbi_filter"))),
     "forward": KernelTable("forward", (_warp("forward", "forward_warp{c}", 1),
                                        Variant("serial", "forward", "forward_filter"))),
-    "decode": KernelTable("decode", (Variant("warp", "domains", "fb_parser_warp{c}", 1, DOMAIN_WARP_MAX_NODES),
+    "decode": KernelTable("decode", (_warp("domains", "fb_parser_warp{c}", 1, DOMAIN_WARP_MAX_NODES),
                                      Variant("wg", "domains", "fb_parser_wg"), Variant("serial", "domains", "fb_parser"))),
-    "envelope": KernelTable("envelope", (Variant("warp", "domains", "envelope_warp{c}", 5, DOMAIN_WARP_MAX_NODES),
+    "envelope": KernelTable("envelope", (_warp("domains", "envelope_warp{c}", 5, DOMAIN_WARP_MAX_NODES),
                                          Variant("wg", "domains", "envelope_wg"),
                                          Variant("serial", "domains", "envelope"))),
     "region_forward": KernelTable("region_forward", (_warp("domains", "region_forward_warp{c}", 9),

@@ -23,7 +23,7 @@ import numpy as np
 from ..device import opencl
 from ..device_data import DeviceBatch
 from ..filters import on_side_queue, round_up, warp_runs
-from ..kernel_table import DOMAIN_WARP_MAX_NODES, TABLES, WarpKernels
+from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from .envelopes import ENVELOPE_WG, env_wg_local_bytes, wg_fits
 from .launches import DomainLaunches
@@ -116,7 +116,8 @@ class PosteriorDecoder:
         Ws = self.launches.padded_nodes[pair_model][order]
         # segments of the sorted jobs: fb_parser_warp<C> per chunk size (c), fb_parser_wg (c = -1) for the
         # models whose rows fit its local memory (sorted by M: a prefix), then fb_parser (c = 0)
-        segments = list(warp_runs(Ws // 4, DOMAIN_WARP_MAX_NODES // 32)) if self.k_parser_warp else []
+        warp = self.k_parser_warp
+        segments = list(warp_runs(Ws // 4, max(warp.variant.widths))) if warp else []
         a = segments[-1][1] if segments else 0
         if self.path in ("wg", "warp") and a < n:
             b = a + int(np.count_nonzero(wg_fits(self.dev, Ws[a:])))
@@ -165,9 +166,9 @@ class PosteriorDecoder:
 
         side_pending = []  # the side queue's launches, read when the main queue's are
         for a, b, c in segments:
-            # (fb_parser_wg: the side queue where it takes the models longer than the warp kernels', as
-            # fb_parser_warp<C>'s longest and fb_parser do; the main queue where it takes every model)
-            sd = on_side_queue(self.side_queue, max(c, 0)) and (c >= 0 or self.path == "warp")
+            # (fb_parser_wg: on the side queue where it takes only the models too long for the warp kernels, as
+            # fb_parser does; on the main queue where it takes every model)
+            sd = on_side_queue(self.side_queue, c) if c >= 0 else self.side_queue and self.path == "warp"
             Lseg = L[order[a:b]]
             if c > 0:  # fb_parser_warp: the residue records alone, contiguous per job
                 lane_need = 16 * (Lseg + 1)

@@ -26,7 +26,7 @@ import numpy as np
 from ..device import opencl
 from ..device_data import DeviceBatch
 from ..filters import on_side_queue, round_up, union_seconds, warp_runs
-from ..kernel_table import DOMAIN_WARP_MAX_NODES, TABLES, WarpKernels
+from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
@@ -100,7 +100,7 @@ class EnvelopeRescorer:
         use_wg, use_warp = kernel == "wg", kernel == "warp"
         if use_wg or use_warp:
             if use_warp:  # longer models than the warp kernels' registers hold go to envelope_wg
-                fits, other = self.db.M[model] <= DOMAIN_WARP_MAX_NODES, "wg"
+                fits, other = self.db.M[model] <= self.k_env_warp.variant.max_nodes, "wg"
             else:  # longer models than envelope_wg's local rows hold go to the serial kernel
                 W = self.launches.padded_nodes[model]
                 fits, other = wg_fits(self.dev, W), "serial"
