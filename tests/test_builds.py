@@ -54,12 +54,13 @@ def test_a_search_needs_only_its_models_widths():
     gpu = SearchOptions().resolved(True)
     parts = search_parts(gpu, np.array([40, 100, 120]))  # short models: warp width 4 only
     assert ("viterbi", ("-DHMMC_PART=1",)) in parts and ("viterbi", ("-DHMMC_PART=2",)) not in parts
-    # (region_forward's warp parts only where asked for: its default is wide, in part 0; issue 26)
-    assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 5)}
-    warp = search_parts(SearchOptions(region_forward="warp").resolved(True), np.array([40, 100, 120]))
+    # (region_forward's and envelope's warp parts only where asked for: their defaults are wide and wg, in
+    # part 0; issue 26)
+    assert {p for p in parts if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1)}
+    warp = search_parts(SearchOptions(region_forward="warp", envelope="warp").resolved(True), np.array([40, 100, 120]))
     assert {p for p in warp if p[0] == "domains"} == {("domains", (f"-DHMMC_PART={k}",)) for k in (0, 1, 5, 9)}
     assert ("msv", ()) in parts and ("null2", ()) in parts
-    every = search_parts(SearchOptions(region_forward="warp").resolved(True),
+    every = search_parts(SearchOptions(region_forward="warp", envelope="warp").resolved(True),
                          np.array([100, 200, 300, 500, 700, 1000, 3000]))
     assert len(every) == sum(PROGRAM_PARTS.values()) + 6  # every part, and the six whole programs
     cpu = search_parts(SearchOptions().resolved(False), np.array([100, 3000]))  # serial kernels: parts 0

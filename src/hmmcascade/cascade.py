@@ -37,6 +37,7 @@ from .builds import prebuild
 from .kernel_table import search_parts
 from .device import Device
 from .domaindef.engine import DomainEngine
+from .rescore import rescore_records, unreported_dropped
 from .device_data import DeviceBatch, DeviceModels
 from .filters import BiasFilter, ForwardFilter, ViterbiFilter, union_seconds
 from .msv_filter import MsvFilter
@@ -454,6 +455,10 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     done = 0
     host_s = [0.0]
     records: list[Hit] = []
+    # the sequence scores the fast decoding's rounding could show in, made again in HMMER's order (rescore)
+    rescore = cascade.options.rescore
+    if rescore == "on" and cascade.domains.decoder.path != "warp":
+        rescore = "off"
 
     def batch_records(index, out):  # p7_pli_TargetReportable: a batch's hit records (in the worker thread)
         name_rank(seqs)  # the final sort's name ranks, made once, before the first batch's records (not at
@@ -461,7 +466,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         t0 = time.perf_counter()
         out.scored_domains()
         keys = {}
-        hits = make_hits(db, seqs, index, out, th, Z, keys=keys)
+        hits = make_hits(db, seqs, index, out, th, Z, keys=keys, relaxed=rescore != "off")
         lines = getattr(out.scored_domains(), "lines", None)
         if alignment_text and hits and lines is not None:
             lines.built()  # (the text now; the columns it is made from go)
@@ -494,10 +499,14 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         # envelope launches read in the records thread
         total.kernel_s["domains"] += cascade.domains.launches.late_kernel_s
         tm = time.perf_counter()
+        if domains and rescore != "off":
+            total.rescored = rescore_records(cascade, seqs, records, keys, th, Z, rescore)
+            tm = dev.instrument.mark("rescore", tm)
         cols = key_columns(keys)
         threshold_hits(records, th, Z, db, flagged=True, cols=cols)
         tm = dev.instrument.mark("threshold", tm)
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
+        records = unreported_dropped(records)  # (kept for the rescoring only)
         dev.instrument.mark("sort", tm)
     total.wall_s = time.perf_counter() - t_start
     total.prebuild_s = cascade.prebuild["seconds"]

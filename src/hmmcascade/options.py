@@ -47,11 +47,12 @@ CHOICES: dict[str, Choice] = {
     "viterbi": Choice("Viterbi path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
     "forward": Choice("Forward path", ("warp", "serial"), gpu="warp", cpu="serial"),
     "decode": Choice("decode path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
-    "envelope": Choice("envelope path", ("warp", "wg", "serial"), gpu="warp", cpu="serial"),
+    "envelope": Choice("envelope path", ("warp", "wg", "serial"), gpu="wg", cpu="serial"),
     "region_forward": Choice("region Forward path", ("warp", "lanes", "wide", "serial"), gpu="wide", cpu="serial"),
     "ensemble": Choice("ensemble backend", ("device", "python"), gpu="device", cpu="device"),
     "null2": Choice("null2 path", ("device", "host"), gpu="device", cpu="device"),
     "select": Choice("filter tests", ("device", "host"), gpu="device", cpu="device"),
+    "rescore": Choice("rescoring", ("on", "off", "all"), gpu="on", cpu="off"),
     "side_queue": Choice("side queue", ("on", "off"), gpu="on", cpu="off"),
     "inline_ptx": Choice("inline PTX", ("on", "off"), gpu="on", cpu="on"),
 }
@@ -92,9 +93,15 @@ class SearchOptions:
     #: posterior decoding: "warp" (fb_parser_warp<C>, then fb_parser; GPUs), "wg" (fb_parser_wg, a
     #: work-group per pair, HMMER's order; then fb_parser) or "serial" (fb_parser; CPUs)
     decode: str = "auto"
-    #: envelope rescoring: "warp" (envelope_warp<C>, then envelope_wg; GPUs), "wg" (envelope_wg)
-    #: or "serial" (envelope, a work-item per envelope; CPUs)
+    #: envelope rescoring: "wg" (envelope_wg, a work-group per envelope, HMMER's order; GPUs), "warp"
+    #: (envelope_warp<C>, then envelope_wg: faster, its sums in another order: some rows' last digits
+    #: differ from HMMER's) or "serial" (envelope, a work-item per envelope; CPUs)
     envelope: str = "auto"
+    #: the sequence scores a Forward parser's rounding could show in (hmmcascade.rescore): "on" (GPUs:
+    #: where the decoding ran fb_parser_warp, the hits whose printed values, flags or order lie within its
+    #: rounding get their Forward score in HMMER's order), "off" (CPUs: their decoding is HMMER's order)
+    #: or "all" (every hit's, wherever the decoding ran: tests)
+    rescore: str = "auto"
     #: multi-domain regions' Forward matrices, from which the stochastic traces that decide their envelopes
     #: are sampled: "wide" (region_forward_wide, a work-group per region: its cells in parallel, its chains
     #: by four; GPUs), "lanes" (region_forward_lanes, four work-items per region) or "serial" (envelope's

@@ -81,7 +81,7 @@ def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) ->
 
 
 def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivors, th: Thresholds, Z: float,
-              keys: dict | None = None) -> list[Hit]:
+              keys: dict | None = None, relaxed: bool = False) -> list[Hit]:
     """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
 
     ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
@@ -90,6 +90,9 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
     any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
     at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
     sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
+    ``relaxed`` (the search's rescoring, :mod:`hmmcascade.rescore`): also records for the pairs whose
+    score could pass within the rounding margin of their Forward score, not reported (yet), and the
+    keys get what each sequence score is made of.
     """
     pds = out.scored_domains()
     pds = [] if pds is None else pds
@@ -104,15 +107,26 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
     ev = db.evparams[m].astype(np.float64)
     lnP = stats.exp_logsurv(score.astype(np.float32), ev[:, 4], ev[:, 5])
     evalue = _exp(lnP) * Z
+    parts = pds.seq_parts if relaxed and keys is not None and "ali_from" in pds.dom else None
     if th.cut:
         col = CUTOFF_COLUMNS[th.cut]
         cut_seq = db.cutoffs[m, col].astype(np.float64)
-        keep = np.flatnonzero(score >= cut_seq)
+        passed = score >= cut_seq
     else:
-        keep = np.flatnonzero(_passes(score, evalue, th.T, th.E))
+        passed = _passes(score, evalue, th.T, th.E)
+    keep_mask = passed
+    if parts is not None:  # the pairs the margin could make reportable too
+        from .rescore import relaxed_scores
+
+        c = np.flatnonzero(~passed)
+        hi = relaxed_scores({k: v[P[c]] for k, v in parts.items()}).astype(np.float64)
+        keep_mask = passed.copy()
+        keep_mask[c] = (hi >= cut_seq[c]) if th.cut else _passes(
+            hi, _exp(stats.exp_logsurv(hi.astype(np.float32), ev[c, 4], ev[c, 5])) * Z, th.T, th.E)
+    keep = np.flatnonzero(keep_mask)
     if not len(keep):
         return []
-    P, m, t, lnP, evalue = P[keep], m[keep], t[keep], lnP[keep], evalue[keep]
+    P, m, t, lnP, evalue, passed = P[keep], m[keep], t[keep], lnP[keep], evalue[keep], passed[keep]
     best = _first_max(pds.dom["score"], pds.dom_start[P], pds.ndom[P])
     # the domains' records are made when first read (DomainList); their E-values and flags are
     # set in arrays (threshold_hits, and the cutoffs below)
@@ -129,36 +143,40 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
         db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
     # without cutoffs every record is reported; inclusion is threshold_hits' test, made here
     # (per batch, in the records thread) so that the search's threshold_hits skips it
-    included = [False] * len(P) if th.cut else _passes(score64, evalue, th.incT, th.incE).tolist()
+    included = [False] * len(P) if th.cut else (passed & _passes(score64, evalue, th.incT, th.incE)).tolist()
+    reported = [False] * len(P) if th.cut else passed.tolist()
     with gc_paused():
         hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
-                    no, nv, b, not th.cut, inc, dl)  # FASTA targets carry no accession
-                for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, inc, dl in zip(
+                    no, nv, b, rep, inc, dl)  # FASTA targets carry no accession
+                for mi, ti, mn, ma, ml, tl, sc, ps, bi, lp, e, ne, nr, nc, no, nv, b, rep, inc, dl in zip(
                     mlist, t.tolist(), mnames, maccs, mlens,
                     seqs.lengths[t].tolist(), seq_score.tolist(), pre_score.tolist(), bias.tolist(), lnP.tolist(),
                     evalue.tolist(), pds.nexpected[P].tolist(), pds.nregions[P].tolist(), pds.nclustered[P].tolist(),
-                    pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), included, dom_lists)]
+                    pds.noverlaps[P].tolist(), pds.nenvelopes[P].tolist(), best.tolist(), reported, included,
+                    dom_lists)]
     if keys is not None and "ali_from" in pds.dom:
         nd, first = pds.ndom[P], pds.dom_start[P]
         has = np.flatnonzero(nd > 0)
         iali, jali = np.zeros(len(P), dtype=np.int64), np.zeros(len(P), dtype=np.int64)
         iali[has], jali[has] = pds.dom["ali_from"][first[has]], pds.dom["ali_to"][first[has]]
         keys.update(model=m, lnP=lnP, score=score64, iali=iali, jali=jali, target=t)
+        if parts is not None:
+            keys.update({k: v[P] for k, v in parts.items()}, nexpected=pds.nexpected[P].copy())
     nd = pds.ndom[P]
     di = segment_ranges(pds.dom_start[P], nd)  # the records' domains, in order
     if th.cut:
-        included = (score[keep] >= cut_seq[keep]).tolist()
-        drep = pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
+        included = reported = passed.tolist()
+        drep = np.repeat(passed, nd) & (pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd))
         if source is not None:
             source.set_flags(reported=drep, included=drep)
         flags = iter(drep.tolist())
-        for h, inc in zip(hits, included):
-            h.reported, h.included = True, inc
+        for h, rep, inc in zip(hits, reported, included):
+            h.reported, h.included = rep, inc
             if source is None:
                 for dom in h.domains:
                     dom.reported = dom.included = next(flags)
     if keys:  # threshold_hits' inputs as arrays too: flags, and the domains' values in record order
-        keys.update(reported=np.ones(len(P), dtype=bool),
+        keys.update(reported=np.asarray(reported, dtype=bool).reshape(len(P)),
                     included=np.asarray(included, dtype=bool).reshape(len(P)), nd=nd, noverlaps=pds.noverlaps[P],
                     dom_lnP=pds.dom["lnP"][di], dom_exp=_exp(pds.dom["lnP"][di]), dom_score=pds.dom["score"][di],
                     dom_ali_from=pds.dom["ali_from"][di], dom_ali_to=pds.dom["ali_to"][di],

@@ -46,6 +46,9 @@ class StageStats:
     memory: dict = field(default_factory=dict)
     #: a search of one shard of the models (``--model-shard``): its first model's number in the file
     first_model: int = 0
+    #: the end's rescoring (hmmcascade.rescore): records, flagged (their Forward score made in HMMER's
+    #: order), changed (a different score or expected domain count)
+    rescored: dict = field(default_factory=dict)
 
     def add(self, other: "StageStats") -> None:
         for name in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns", "msv_rerun_s"):
@@ -54,6 +57,8 @@ class StageStats:
             for k, v in getattr(other, d).items():
                 getattr(self, d)[k] += v
         self.host_s += other.host_s
+        for k, v in other.rescored.items():
+            self.rescored[k] = self.rescored.get(k, 0) + v
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -73,7 +73,7 @@ class EnvelopeRescorer:
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
                   length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True, path: str | None = None,
-                  lazy: bool = False):
+                  lazy: bool = False, side: bool = False):
         """Run envelope jobs.  mode 1: envsc, oasc, null2 weights and OA trace per job; mode 0: Forward matrices.
 
         mode 1 with ``traces`` gives per job None where the decoding overflowed or the traceback
@@ -85,7 +85,9 @@ class EnvelopeRescorer:
         mode 0 gives per job ``(F [Ld+1, 3, W], fx [Ld+1, 6], envsc)``.  ``path``: mode 1's kernel,
         "warp", "wg" or "serial" (default :attr:`path`).  ``lazy`` (with the arrays): a function
         that puts the :class:`EnvelopeResults` together from the launches' pieces (the search calls
-        it in its records thread, off the path from one batch's launches to the next's).
+        it in its records thread, off the path from one batch's launches to the next's).  ``side``: the
+        launches go to the device's side queue where the options use one (the jobs of the models too
+        long for the kernel asked for, which this method hands to the next kernel of the table so).
         """
         n = len(seq)
         results = [None] * n
@@ -107,7 +109,7 @@ class EnvelopeRescorer:
             if not fits.all():
                 parts = [(idx, self.envelopes(batch, seq[idx], model[idx], np.asarray(start)[idx],
                                               np.asarray(length)[idx], np.asarray(xfm)[idx], mode, traces, kind,
-                                              lazy))
+                                              lazy, side=side or kind != kernel))
                          for idx, kind in ((np.flatnonzero(~fits), other), (np.flatnonzero(fits), kernel))]
                 if arrays and lazy:
                     return lambda: EnvelopeResults.combine(n, [(idx, part()) for idx, part in parts])
@@ -144,8 +146,9 @@ class EnvelopeRescorer:
         chunk_of = {j0: c for (j0, _, _, _), c in zip(launches, chunk)}  # (launch log names)
         xs = np.asarray(xfm, dtype=F32)[order]
         st_ = np.asarray(start, dtype=np.int64)[order]
-        # the longest models' launches on the side queue where there is one (see the launch loop)
-        on_side = [mode == 1 and on_side_queue(self.side_queue, c) for c in chunk]
+        # the longest models' launches on the side queue where there is one (see the launch loop): the
+        # warp kernel's widest, and the jobs handed on from a kernel that does not take their models
+        on_side = [mode == 1 and self.side_queue and (side or (c > 0 and on_side_queue(True, c))) for c in chunk]
         slot_floats = [max([f for li, (_, _, _, f) in enumerate(launches) if li % nq == q and not on_side[li]] or [4])
                        for q in range(nq)]
         scrs = [self.dev.scratch(4 * f) for f in slot_floats]

@@ -225,7 +225,7 @@ class PairDomainsBatch(Sequence):
     def __init__(self, *, has: np.ndarray, seq_score: np.ndarray, pre_score: np.ndarray, sum_score: np.ndarray,
                  nexpected: np.ndarray, nregions: np.ndarray, nclustered: np.ndarray, noverlaps: np.ndarray,
                  nenvelopes: np.ndarray, dom_start: np.ndarray, ndom: np.ndarray, dom: dict,
-                 lines: AlignmentLines | None):
+                 lines: AlignmentLines | None, seq_parts: dict | None = None):
         self.has = has
         self.seq_score, self.pre_score, self.sum_score = seq_score, pre_score, sum_score
         self.nexpected, self.nregions, self.nclustered = nexpected, nregions, nclustered
@@ -234,6 +234,9 @@ class PairDomainsBatch(Sequence):
         self.dom = dom  # name -> array over domains: env_from env_to score bias lnP acc env_nats correction_nats
         #                 hmm_from hmm_to ali_from ali_to M L
         self.lines = lines
+        #: per pair, what the sequence score is made of (scoring.sequence_scores' arguments: fwd, nul,
+        #: seqbias, sum_score, pre2_score, sum_ok); None where not kept
+        self.seq_parts = seq_parts
         self._made: dict[int, list] = {}
 
     @classmethod

@@ -31,7 +31,7 @@ from .numerics import flogsum_f32, sequential_fsum
 from .records import EnvelopeJobs, EnvelopeResults, PairDomainsBatch, flat_regions
 from .segments import segment_starts
 
-__all__ = ["LOG2", "LOG_OMEGA", "score_domains"]
+__all__ = ["LOG2", "LOG_OMEGA", "score_domains", "sequence_scores"]
 
 F32 = np.float32
 LOG2 = 0.69314718055994529  # eslCONST_LOG2
@@ -135,9 +135,6 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     L = Lp[hp]
     with np.errstate(over="ignore", invalid="ignore"):
         seqbias = flogsum_f32(f32(0.0), (LOG_OMEGA + n2sum.astype(np.float64)).astype(F32))
-        # (p7_Pipeline's floats: the differences in float, then divided by eslCONST_LOG2 in double)
-        pre_score = ((fwd - nul).astype(np.float64) / LOG2).astype(F32)
-        seq_score = ((fwd - (nul + seqbias).astype(F32)).astype(np.float64) / LOG2).astype(F32)
         use = (env_f - corr).astype(F32) > 0.0
         dsl = dom_start[hp]
         nd = ndom[hp]
@@ -151,9 +148,7 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
         sum_score = (sum_env.astype(np.float64) + (L - Ld).astype(np.float64) * lratio).astype(F32)
         pre2_score = ((sum_score - nul).astype(np.float64) / LOG2).astype(F32)
         sum_score = ((sum_score - (nul + sbias).astype(F32)).astype(np.float64) / LOG2).astype(F32)
-        override = (Ld > 0) & (sum_score > seq_score)
-        seq_score = np.where(override, sum_score, seq_score)
-        pre_score = np.where(override, pre2_score, pre_score)
+        seq_score, pre_score = sequence_scores(fwd, nul, seqbias, sum_score, pre2_score, Ld > 0)
 
         # domain scores
         where_hp = np.zeros(n, dtype=np.int64)
@@ -186,11 +181,33 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
         out[hp] = values
         return out
 
+    # what the sequence score is made of, kept per pair: the search's rescoring (hmmcascade.rescore) makes
+    # it again from a Forward score in HMMER's order
+    parts = {"fwd": per_pair(fwd, F32), "nul": per_pair(nul, F32), "seqbias": per_pair(seqbias, F32),
+             "sum_score": per_pair(sum_score, F32), "pre2_score": per_pair(pre2_score, F32),
+             "sum_ok": per_pair(Ld > 0, bool)}
     return PairDomainsBatch(
         has=has, seq_score=per_pair(seq_score, np.float64), pre_score=per_pair(pre_score, np.float64),
         sum_score=per_pair(sum_score, np.float64), nexpected=np.asarray(nexpected, dtype=F32).astype(np.float64),
         nregions=nreg, nclustered=nclustered, noverlaps=noverlaps, nenvelopes=nenvelopes, dom_start=dom_start,
-        ndom=ndom, dom=dom, lines=lines)
+        ndom=ndom, dom=dom, lines=lines, seq_parts=parts)
+
+
+def sequence_scores(fwd, nul, seqbias, sum_score, pre2_score, sum_ok) -> tuple[np.ndarray, np.ndarray]:
+    """The end of p7_Pipeline: the null2-corrected sequence score and the pre-score (bits, float32) from
+    the Forward parser's score ``fwd``, the null1 score ``nul`` and the null2 bias ``seqbias`` (nats,
+    float32); where the domains' sum (``sum_ok``: domains with a positive score cover residues) scores
+    higher (``sum_score``, its pre-score ``pre2_score``, bits), those instead.  p7_Pipeline's floats: the
+    differences in float, then divided by eslCONST_LOG2 in double."""
+    f32 = F32
+    fwd, nul, seqbias = (np.asarray(a, dtype=f32) for a in (fwd, nul, seqbias))
+    with np.errstate(over="ignore", invalid="ignore"):
+        pre_score = ((fwd - nul).astype(np.float64) / LOG2).astype(f32)
+        seq_score = ((fwd - (nul + seqbias).astype(f32)).astype(np.float64) / LOG2).astype(f32)
+        override = np.asarray(sum_ok, dtype=bool) & (np.asarray(sum_score, dtype=f32) > seq_score)
+        seq_score = np.where(override, np.asarray(sum_score, dtype=f32), seq_score).astype(f32)
+        pre_score = np.where(override, np.asarray(pre2_score, dtype=f32), pre_score).astype(f32)
+    return seq_score, pre_score
 
 
 def _alignment_lines_of(env: EnvelopeResults, tables, residues, ncol, model, res_base) -> dict:

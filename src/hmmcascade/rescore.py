@@ -1,0 +1,227 @@
+"""Sequence scores in HMMER's order where the fast Forward parser's rounding could show.
+
+HMMER scores a target with the Forward parser whose matrix its domain definition decodes
+(p7_Pipeline). On a GPU the decoding runs ``fb_parser_warp<C>`` (:mod:`.domaindef.decode`), whose
+sums are in another order than HMMER's striped SSE engine: its Forward score differs from HMMER's
+in the last bits (on the dev search by at most 2.8 units in the last place of the float32 score;
+``benchmarks/warp_rounding.py``).
+Everything else of a hit's row is the other kernels' (in HMMER's order by default: ``envelope_wg``,
+``region_forward_wide``, the ensemble, null2), so that Forward score is the only float of a row
+not HMMER's.  Most rows do not show it; a row shows it where its score, bias or E-value lies within
+that rounding of a printed digit's boundary, of a reporting or inclusion threshold, or of another
+hit's sort key.
+
+:func:`rescore_records` finds those hits at the end of a search (every batch's records known, so
+the thresholds, and domZ, are the search's own): it takes each record's Forward score as lying
+anywhere within :func:`margin_nats` of the fast one, makes every printed value and decision at both
+ends of that interval (:func:`~.domaindef.scoring.sequence_scores`, HMMER's float steps), and where
+either end differs recomputes the Forward score with ``fb_parser_wg`` (HMMER's order, bit for bit;
+``fb_parser`` for models whose rows do not fit its local memory) on a small batch of those targets,
+then the record's scores, E-value and flags from it.  The records' batches kept hits that may
+become reportable so (:func:`relaxed_scores`); those that stay unreported are dropped after the sort.
+
+The option ``rescore`` (:class:`~.options.SearchOptions`): "on" (GPUs: the hits the margin flags,
+where the decoding ran its warp kernels), "off" (CPUs: their decoding is HMMER's order), "all"
+(every hit recomputed: tests).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import stats
+from .domaindef.scoring import sequence_scores
+
+__all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "relaxed_scores", "rescore_records",
+           "unreported_dropped"]
+
+F32 = np.float32
+#: the Forward score's rounding assumed (nats): MARGIN_ULPS units in the last place of the float32 score
+#: plus MARGIN_NATS.  On the dev search (H200, 2026-11-29, benchmarks/results/2026-11-29_h200_rescore.json)
+#: fb_parser_warp's scores differed from HMMER's order by at most 2.8 units in the last place (the largest
+#: differences, 6e-5 to 1.2e-4 bits, all in scores of 350-850 bits: the float32 sums of the row scales
+#: round differently), at most 0.17 of this margin
+MARGIN_ULPS = 16
+MARGIN_NATS = 1e-5
+#: the decoding's expected number of domains (btot[L]) assumed within this much of HMMER's, times
+#: max(1, value): five times the largest difference seen on the dev search (2e-5)
+NEXP_MARGIN = 1e-4
+#: the seq_parts columns a record keeps for the rescoring (make_hits' keys)
+PART_NAMES = ("fwd", "nul", "seqbias", "sum_score", "pre2_score", "sum_ok")
+
+
+def margin_nats(fwd: np.ndarray) -> np.ndarray:
+    """The Forward score's assumed rounding (nats) for fast Forward scores ``fwd`` (nats)."""
+    f = np.abs(np.nan_to_num(np.asarray(fwd, dtype=F32), posinf=0.0, neginf=0.0))
+    return MARGIN_ULPS * np.spacing(f).astype(np.float64) + MARGIN_NATS
+
+
+def _ends(parts: dict, sign: float) -> tuple[np.ndarray, np.ndarray]:
+    """The sequence score and pre-score with each Forward score moved by ``sign`` times its margin."""
+    fwd = parts["fwd"].astype(np.float64)
+    f = (fwd + sign * margin_nats(parts["fwd"])).astype(F32)
+    return sequence_scores(f, parts["nul"], parts["seqbias"], parts["sum_score"], parts["pre2_score"], parts["sum_ok"])
+
+
+def relaxed_scores(parts: dict) -> np.ndarray:
+    """The highest sequence score each pair could have within the margin (for the records a batch keeps)."""
+    return _ends(parts, +1.0)[0]
+
+
+def _one_decimal(x: np.ndarray) -> np.ndarray:
+    """What ``%.1f`` shows of ``x`` (to a tenth; NaN stays NaN)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.floor(np.asarray(x, dtype=np.float64) * 10.0 + 0.5)
+
+
+def _two_digits(x: np.ndarray) -> np.ndarray:
+    """What ``%.2g`` shows of positive ``x``: (decimal exponent, two digits) as one number."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        k = np.floor(np.log10(x))
+        m = np.floor(x / np.power(10.0, k - 1) + 0.5)
+        k = np.where(m >= 100, k + 1, k)
+        m = np.where(m >= 100, 10.0, m)
+        out = k * 1000.0 + m
+    return np.where(np.isfinite(out), out, x)
+
+
+def _passes(score, evalue, T, E):
+    return score >= T if T is not None else evalue <= E
+
+
+def _exp(x):
+    from .reporting import _exp as c_exp  # (the C library's exp, as HMMER's E-values)
+
+    return c_exp(x)
+
+
+def _flags(score, lnP, Z, th, cut_seq, exp=None):
+    """(reported, included) of sequence scores: the thresholds of make_hits / threshold_hits (E-values
+    with the C library's exp, or ``exp``)."""
+    if th.cut:
+        r = score >= cut_seq
+        return r, r
+    ev = (exp or _exp)(lnP) * Z
+    rep = _passes(score, ev, th.T, th.E)
+    return rep, rep & _passes(score, ev, th.incT, th.incE)
+
+
+def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
+    """The records whose printed values, flags or order could differ within the margin (a mask)."""
+    parts = {k: cols[k] for k in PART_NAMES}
+    m = cols["model"]
+    ev = db.evparams[m].astype(np.float64)
+    cut_seq = db.cutoffs[m, _cut_column(th)].astype(np.float64) if th.cut else None
+    ends = []
+    for sign in (-1.0, 1.0):
+        sc, pre = _ends(parts, sign)
+        lnP = stats.exp_logsurv(sc, ev[:, 4], ev[:, 5])
+        rep, inc = _flags(sc.astype(np.float64), lnP, Z, th, cut_seq, np.exp)
+        bias = (pre - sc).astype(F32)
+        ends.append((sc, lnP, rep, inc, bias))
+    (s0, p0, r0, i0, b0), (s1, p1, r1, i1, b1) = ends
+    flag = (_one_decimal(s0) != _one_decimal(s1)) | (_one_decimal(b0) != _one_decimal(b1)) | (r0 != r1) | (i0 != i1)
+    # the expected number of domains (btot[L] of the same decoding), printed to a tenth
+    nexp = cols["nexpected"]
+    e = NEXP_MARGIN * np.maximum(1.0, np.abs(nexp))
+    flag |= _one_decimal(nexp - e) != _one_decimal(nexp + e)
+    flag |= _two_digits(np.exp(p0) * Z) != _two_digits(np.exp(p1) * Z)
+    # the order within a model: sort keys whose intervals overlap a neighbour's (and differ from it)
+    lo, hi = (np.minimum(p0, p1), np.maximum(p0, p1)) if inc_by_E else \
+        (-np.maximum(s0, s1).astype(np.float64), -np.minimum(s0, s1).astype(np.float64))
+    key = cols["lnP"] if inc_by_E else -cols["score"]
+    order = np.lexsort((key, m))
+    a, b = order[:-1], order[1:]
+    near = (m[a] == m[b]) & (lo[b] <= hi[a]) & (key[a] != key[b])
+    flag[a[near]] = True
+    flag[b[near]] = True
+    return flag
+
+
+def _cut_column(th) -> int:
+    from .reporting import CUTOFF_COLUMNS
+
+    return CUTOFF_COLUMNS[th.cut]
+
+
+def exact_forward(cascade, seqs, targets: np.ndarray, models: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Forward parser's score (nats, float32) and the expected number of domains of each
+    (``targets[i]``, ``models[i]``) pair in HMMER's order: ``fb_parser_wg`` (``fb_parser`` where its
+    rows do not fit) on a batch of those targets."""
+    from .device_data import DeviceBatch
+    from .domaindef.decode import PosteriorDecoder
+    from .profiles import length_params
+
+    uniq = np.unique(np.asarray(targets, dtype=np.int64))
+    uniq = uniq[np.argsort(seqs.lengths[uniq], kind="stable")]  # (a device batch is sorted by length)
+    where = np.empty(int(uniq.max()) + 1, dtype=np.int64)
+    where[uniq] = np.arange(len(uniq))
+    sub = seqs.subset(uniq)
+    batch = DeviceBatch.upload(cascade.dev, sub, length_params(sub.lengths, cascade.db))
+    decoder = PosteriorDecoder(cascade.domains.launches, "wg")
+    _, nexpected, info, _ = decoder.decode(batch, where[np.asarray(targets, dtype=np.int64)],
+                                           np.asarray(models, dtype=np.int64))
+    return info[:, 0].astype(F32), np.asarray(nexpected, dtype=F32)
+
+
+def rescore_records(cascade, seqs, records: list, keys: list, th, Z: float, mode: str) -> dict:
+    """The Forward score in HMMER's order for the records :func:`_uncertain` flags (``mode`` "on"), or
+    for every record ("all"); their scores, E-values and flags made again from it (in the records and
+    in their batches' ``keys``, which :func:`~.reporting.make_hits` filled).  Returns counts."""
+    out = {"records": len(records), "flagged": 0, "changed": 0}
+    if mode == "off" or not records or any(k is None or (k and "fwd" not in k) for k in keys):
+        return out  # (a batch without key columns: records made from PairDomains lists)
+    parts_of = [k for k in keys if k]
+    names = ("model", "target", "score", "lnP", "nexpected") + PART_NAMES
+    cols = {n: np.concatenate([k[n] for k in parts_of]) for n in names}
+    if len(cols["model"]) != len(records):
+        return out
+    inc_by_E = th.cut is None and th.incT is None
+    flag = np.ones(len(records), dtype=bool) if mode == "all" else _uncertain(cols, th, Z, cascade.db, inc_by_E)
+    idx = np.flatnonzero(flag)
+    out["flagged"] = len(idx)
+    if not len(idx):
+        return out
+    fwd, nexp = exact_forward(cascade, seqs, cols["target"][idx], cols["model"][idx])
+    nexp = nexp.astype(np.float64)
+    old = cols["fwd"][idx]
+    fwd = np.where(np.isfinite(fwd), fwd, old).astype(F32)
+    sub = {n: cols[n][idx] for n in PART_NAMES}
+    sub["fwd"] = fwd
+    sc, pre = sequence_scores(*(sub[n] for n in PART_NAMES))
+    m = cols["model"][idx]
+    ev = cascade.db.evparams[m].astype(np.float64)
+    lnP = stats.exp_logsurv(sc, ev[:, 4], ev[:, 5])
+    cut_seq = cascade.db.cutoffs[m, _cut_column(th)].astype(np.float64) if th.cut else None
+    score64 = sc.astype(np.float64)
+    rep, inc = _flags(score64, lnP, Z, th, cut_seq)
+    evalue = _exp(lnP) * Z
+    bias = (pre.astype(F32) - sc.astype(F32)).astype(np.float64)
+    out["changed"] = int(np.count_nonzero((fwd != old) | (nexp != cols["nexpected"][idx])))
+    # back into the batches' key columns and the records
+    starts = np.cumsum([0] + [len(k["model"]) for k in parts_of])
+    batch_of = np.searchsorted(starts, idx, side="right") - 1
+    for b in np.unique(batch_of).tolist():
+        sel = np.flatnonzero(batch_of == b)
+        at = idx[sel] - starts[b]
+        k = parts_of[b]
+        k["fwd"][at] = fwd[sel]
+        k["score"][at] = score64[sel]
+        k["lnP"][at] = lnP[sel]
+        k["reported"][at] = rep[sel]
+        k["included"][at] = inc[sel]
+        k["nexpected"][at] = nexp[sel]
+    for r, s, p, bi, lp, e, rp, ic, ne in zip(idx.tolist(), score64.tolist(), pre.astype(np.float64).tolist(),
+                                              bias.tolist(), lnP.tolist(), evalue.tolist(), rep.tolist(), inc.tolist(),
+                                              nexp.tolist()):
+        h = records[r]
+        h.score, h.pre_score, h.bias, h.lnP, h.evalue, h.reported, h.included, h.nexpected = \
+            s, p, bi, lp, e, rp, ic, ne
+    return out
+
+
+def unreported_dropped(records: list) -> list:
+    """The records without those a batch kept only because the margin might make them reportable."""
+    return records if all(h.reported for h in records) else [h for h in records if h.reported]
+

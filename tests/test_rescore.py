@@ -1,0 +1,122 @@
+"""The search's rescoring (hmmcascade.rescore): the hits whose printed values, flags or order lie within
+the fast Forward parser's rounding get their Forward score in HMMER's order.
+
+On a CPU device the decoding is already HMMER's order, so rescoring every hit (option ``rescore=all``)
+must leave every record as it was, bit for bit: that holds the rescoring's pieces (the exact Forward
+score of a new batch of the targets, the sequence score made again from its parts, E-values, flags,
+the records kept for the margin and dropped) to the search's own.  The margin's tests are on arrays."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hmmcascade import cascade, rescore, stats
+from hmmcascade.options import SearchOptions, choose
+from hmmcascade.reporting import Thresholds
+
+F32 = np.float32
+
+
+def _rows(res):
+    """Every record's printed and compared values, with its domains'."""
+    return [(h.model, h.target, h.score, h.pre_score, h.bias, h.lnP, h.evalue, h.reported, h.included, h.nexpected,
+             tuple((d.env_from, d.env_to, d.score, d.bias, d.c_evalue, d.i_evalue, d.reported, d.included, d.acc)
+                   for d in h.domains)) for h in res.records]
+
+
+@pytest.mark.parametrize("th", [Thresholds(Z=2000), Thresholds(Z=2000, T=12.0, incT=25.0, domT=10.0),
+                                Thresholds(cut="ga")], ids=["E", "T", "cut_ga"])
+def test_rescoring_every_hit_changes_nothing_where_the_decoding_is_exact(default_db, default_seqs, device, th):
+    base = cascade.search(default_db, default_seqs, device, th)
+    every = cascade.search(default_db, default_seqs, device, th, options=SearchOptions(rescore="all"))
+    assert every.stats.rescored["flagged"] >= len(every.records) > 0
+    assert every.stats.rescored["changed"] == 0
+    assert _rows(every) == _rows(base)
+    assert all(h.reported for h in every.records)
+
+
+def test_records_kept_for_the_margin_are_dropped_when_not_reportable(default_db, default_seqs, device):
+    """E set just below a hit's E-value: the margin keeps that hit's record until the rescoring, which
+    leaves it unreported; the search then returns the same records as without the rescoring."""
+    probe = cascade.search(default_db, default_seqs, device, Thresholds(Z=2000))
+    ev = sorted(h.evalue for h in probe.records if h.evalue > 1e-3)[len(probe.records) // 3]
+    th = Thresholds(Z=2000, E=ev * (1 - 1e-7))
+    base = cascade.search(default_db, default_seqs, device, th)
+    every = cascade.search(default_db, default_seqs, device, th, options=SearchOptions(rescore="all"))
+    assert every.stats.rescored["records"] > len(base.records)  # (the margin's record among them)
+    assert _rows(every) == _rows(base)
+
+
+def test_rescore_option_defaults():
+    assert choose("rescore", None, True) == "on" and choose("rescore", None, False) == "off"
+    assert choose("envelope", None, True) == "wg"
+    with pytest.raises(ValueError, match="rescore"):
+        SearchOptions(rescore="sometimes")
+
+
+def _columns(fwd, model=None, nexp=None):
+    n = len(fwd)
+    fwd = np.asarray(fwd, dtype=F32)
+    cols = dict(model=np.zeros(n, dtype=np.int64) if model is None else np.asarray(model, dtype=np.int64),
+                fwd=fwd, nul=np.full(n, -2.0, F32), seqbias=np.full(n, 0.25, F32), sum_score=np.zeros(n, F32),
+                pre2_score=np.zeros(n, F32), sum_ok=np.zeros(n, bool),
+                nexpected=np.full(n, 1.02) if nexp is None else np.asarray(nexp, dtype=np.float64))
+    sc, _ = rescore.sequence_scores(cols["fwd"], cols["nul"], cols["seqbias"], cols["sum_score"], cols["pre2_score"],
+                                    cols["sum_ok"])
+    cols["score"] = sc.astype(np.float64)
+    db = SimpleNamespace(evparams=np.tile(np.array([0, 0, 0, 0, -4.0, 0.693, 0, 0], dtype=F32), (4, 1)),
+                         cutoffs=np.zeros((4, 6)))
+    ev = db.evparams[cols["model"]].astype(np.float64)
+    cols["lnP"] = stats.exp_logsurv(sc, ev[:, 4], ev[:, 5])
+    return cols, db
+
+
+def _fwd_for_score(bits):
+    """Forward scores (nats) whose sequence score is ``bits`` (null -2, bias 0.25 nats)."""
+    return np.asarray(bits, dtype=np.float64) * np.log(2.0) + (-2.0 + 0.25)
+
+
+def test_margin_flags_what_could_print_otherwise():
+    # scores a hair from a tenth's boundary (x.x5) are flagged, others not; E far from its digits' boundaries
+    far, near = 30.02, 30.05 + 2e-6
+    cols, db = _columns(_fwd_for_score([far, near]), model=[0, 1])
+    flag = rescore._uncertain(cols, Thresholds(Z=1.0, E=1e9), 1.0, db, True)
+    assert flag.tolist()[1] is True
+    # the margin is units in the last place: the same score far from every boundary is not flagged
+    assert rescore.margin_nats(np.array([20.0], F32))[0] < 1e-4
+
+
+def test_margin_flags_thresholds_neighbours_and_domain_counts():
+    Z = 1000.0
+    cols, db = _columns(_fwd_for_score([40.0, 40.0, 60.0]), model=[0, 1, 2])
+    # reporting threshold set at the first hit's E-value: its record is flagged, the others are not
+    e0 = float(np.exp(cols["lnP"][0]) * Z)
+    flag = rescore._uncertain(cols, Thresholds(E=e0), Z, db, True)
+    assert flag[0] and not flag[2]
+    # two hits of one model whose sort keys lie within each other's margins (and differ)
+    cols, db = _columns(_fwd_for_score([40.0, 40.0]) + np.array([0.0, 2e-6]), model=[3, 3])
+    assert rescore._uncertain(cols, Thresholds(E=1e9), Z, db, True).all()
+    # exactly equal keys (a copy of a sequence) are HMMER's tie too: not flagged for it
+    cols, db = _columns(_fwd_for_score([40.23, 40.23]), model=[3, 3])
+    assert not rescore._uncertain(cols, Thresholds(E=1e9), Z, db, True).any()
+    # the expected number of domains near a tenth's boundary
+    cols, db = _columns(_fwd_for_score([40.23, 40.23]), model=[0, 1], nexp=[1.05 + 1e-6, 1.02])
+    assert rescore._uncertain(cols, Thresholds(E=1e9), Z, db, True).tolist() == [True, False]
+
+
+def test_relaxed_scores_bound_the_score_from_above():
+    cols, _ = _columns(_fwd_for_score([12.0, 250.0, 900.0]))
+    parts = {k: cols[k] for k in rescore.PART_NAMES}
+    hi = rescore.relaxed_scores(parts)
+    assert (hi > cols["score"]).all()
+    assert ((hi - cols["score"]) * np.log(2.0) <= 2 * rescore.margin_nats(cols["fwd"])).all()
+
+
+def test_rescore_off_changes_no_default_on_cpus(default_db, default_seqs, device):
+    opts = SearchOptions().resolved(device.is_gpu)
+    assert opts.rescore == ("on" if device.is_gpu else "off")
+    assert replace(opts, rescore="off").rescore == "off"
