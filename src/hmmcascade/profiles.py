@@ -33,6 +33,10 @@ import pyhmmer
 
 from .logf import logf
 
+#: the sequence-level column of each model cutoff (``--cut_ga`` etc.) in :attr:`ProfileDB.cutoffs`; its
+#: domain-level one follows it
+CUTOFF_COLUMNS = {"ga": 0, "tc": 2, "nc": 4}
+
 __all__ = ["PRESSED_PASS_BITS", "ProfileDB", "length_params", "KP", "N_TRANS", "pressed_pass_bits"]
 
 KP = 29  #: residue codes of Easel's amino alphabet, degenerate and special ones included

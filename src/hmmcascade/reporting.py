@@ -13,7 +13,6 @@ The end of HMMER's p7_Pipeline and its top hits list, on the arrays of a whole b
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from itertools import chain
 from operator import attrgetter
@@ -24,14 +23,14 @@ from . import stats
 from .domaindef.records import DomainSource, PairDomainsBatch
 from .domaindef.segments import segment_ranges
 from .io import SequenceSet
-from .profiles import ProfileDB
+from .profiles import CUTOFF_COLUMNS, ProfileDB
+from .rescore import relaxed_scores
 from .results import Hit, gc_paused
 from .survivors import Survivors
 
 __all__ = ["CUTOFF_COLUMNS", "Thresholds", "check_cutoffs", "duplicate_alignments", "key_columns", "make_hits", "name_rank", "sort_hits",
            "threshold_hits"]
 
-CUTOFF_COLUMNS = {"ga": 0, "tc": 2, "nc": 4}
 
 
 @dataclass
@@ -69,10 +68,7 @@ def check_cutoffs(db: ProfileDB, cut: str) -> None:
         raise ValueError(f"model {db.names[missing[0]]} has no {cut.upper()} cutoff, required by --cut_{cut}")
 
 
-def _exp(x: np.ndarray) -> np.ndarray:
-    """exp elementwise with the C library's exp (math.exp), as HMMER's E-values use it."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=len(x))
+_exp = stats.c_exp  # (the C library's exp, as HMMER's E-values)
 
 
 def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
@@ -116,8 +112,6 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
         passed = _passes(score, evalue, th.T, th.E)
     keep_mask = passed
     if parts is not None:  # the pairs the margin could make reportable too
-        from .rescore import relaxed_scores
-
         c = np.flatnonzero(~passed)
         hi = relaxed_scores({k: v[P[c]] for k, v in parts.items()}).astype(np.float64)
         keep_mask = passed.copy()

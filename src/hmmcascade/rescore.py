@@ -20,9 +20,14 @@ either end differs recomputes the Forward score with ``fb_parser_wg`` (HMMER's o
 then the record's scores, E-value and flags from it.  The records' batches kept hits that may
 become reportable so (:func:`relaxed_scores`); those that stay unreported are dropped after the sort.
 
-The option ``rescore`` (:class:`~.options.SearchOptions`): "on" (GPUs: the hits the margin flags,
-where the decoding ran its warp kernels), "off" (CPUs: their decoding is HMMER's order), "all"
-(every hit recomputed: tests).
+The Forward filter's decision (F3) is HMMER's on the same Forward parser's score, which the filter's
+kernels (``forward_warp<C>`` on GPUs, ``forward_filter`` on CPUs) also sum in their own order: the pairs
+whose decision could change within the margin (:func:`near_threshold`) are decided again in the domain
+stage on the Forward score in HMMER's order (:meth:`~.cascade.Cascade.filter_batch`, ``_decide_near_f3``).
+
+The option ``rescore`` (:class:`~.options.SearchOptions`): "on" (the default: the pairs near F3, and
+where the decoding ran its warp kernels the hits the margin flags), "off", "all" (as "on", and every
+hit's score recomputed: tests).
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ import numpy as np
 
 from . import stats
 from .domaindef.scoring import sequence_scores
+from .profiles import CUTOFF_COLUMNS
 
-__all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "relaxed_scores", "rescore_records",
-           "unreported_dropped"]
+__all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "near_threshold", "relaxed_scores",
+           "rescore_records", "unreported_dropped"]
 
 F32 = np.float32
 #: the Forward score's rounding assumed (nats): MARGIN_ULPS units in the last place of the float32 score
@@ -90,10 +96,7 @@ def _passes(score, evalue, T, E):
     return score >= T if T is not None else evalue <= E
 
 
-def _exp(x):
-    from .reporting import _exp as c_exp  # (the C library's exp, as HMMER's E-values)
-
-    return c_exp(x)
+_exp = stats.c_exp  # (the C library's exp, as HMMER's E-values)
 
 
 def _flags(score, lnP, Z, th, cut_seq, exp=None):
@@ -140,17 +143,14 @@ def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
 
 
 def _cut_column(th) -> int:
-    from .reporting import CUTOFF_COLUMNS
-
     return CUTOFF_COLUMNS[th.cut]
 
 
 def exact_forward(cascade, seqs, targets: np.ndarray, models: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The Forward parser's score (nats, float32) and the expected number of domains of each
-    (``targets[i]``, ``models[i]``) pair in HMMER's order: ``fb_parser_wg`` (``fb_parser`` where its
-    rows do not fit) on a batch of those targets."""
+    (``targets[i]``, ``models[i]``) pair in HMMER's order (:meth:`~.domaindef.engine.DomainEngine.exact_forward`)
+    on a batch of those targets."""
     from .device_data import DeviceBatch
-    from .domaindef.decode import PosteriorDecoder
     from .profiles import length_params
 
     uniq = np.unique(np.asarray(targets, dtype=np.int64))
@@ -159,10 +159,18 @@ def exact_forward(cascade, seqs, targets: np.ndarray, models: np.ndarray) -> tup
     where[uniq] = np.arange(len(uniq))
     sub = seqs.subset(uniq)
     batch = DeviceBatch.upload(cascade.dev, sub, length_params(sub.lengths, cascade.db))
-    decoder = PosteriorDecoder(cascade.domains.launches, "wg")
-    _, nexpected, info, _ = decoder.decode(batch, where[np.asarray(targets, dtype=np.int64)],
-                                           np.asarray(models, dtype=np.int64))
-    return info[:, 0].astype(F32), np.asarray(nexpected, dtype=F32)
+    return cascade.domains.exact_forward(batch, where[np.asarray(targets, dtype=np.int64)], models)
+
+
+def near_threshold(fwd: np.ndarray, filtersc: np.ndarray, model: np.ndarray, thr: np.ndarray, surv, loc, lam,
+                   F: float) -> np.ndarray:
+    """The pairs whose Forward filter decision (:func:`~.stats.passes` of the bit score) could change within
+    the Forward score's margin: the test at both ends of the interval differs (a mask)."""
+    fwd = np.asarray(fwd, dtype=F32)
+    e = margin_nats(fwd)
+    lo = stats.bits((fwd.astype(np.float64) - e).astype(F32), filtersc)
+    hi = stats.bits((fwd.astype(np.float64) + e).astype(F32), filtersc)
+    return stats.passes(lo, model, thr, surv, loc, lam, F) != stats.passes(hi, model, thr, surv, loc, lam, F)
 
 
 def rescore_records(cascade, seqs, records: list, keys: list, th, Z: float, mode: str) -> dict:

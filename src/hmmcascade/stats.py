@@ -11,6 +11,8 @@ References:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = [
@@ -70,6 +72,13 @@ def exp_surv(x: np.ndarray, tau: np.ndarray, lam: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         p = np.exp(-np.asarray(lam, dtype=np.float64) * (x - tau))
     return np.where(x < tau, 1.0, p)
+
+
+def c_exp(x: np.ndarray) -> np.ndarray:
+    """exp elementwise with the C library's exp (math.exp), as HMMER's E-values use it (numpy's may differ
+    in the last bit)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=len(x))
 
 
 def exp_logsurv(x: np.ndarray, tau: np.ndarray, lam: np.ndarray) -> np.ndarray:
