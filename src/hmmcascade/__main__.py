@@ -1,18 +1,32 @@
+import atexit
 import os
 import sys
 
-from .cli import main
+_code: list = []
+
+
+def _leave() -> None:
+    """The last exit handler (registered first, so it runs after every other, a process pool's, say),
+    once the command has returned: the process ends here, before the interpreter's teardown, which frees
+    a search's records one object at a time (millions on a large run) and the device's buffers.  After
+    an exception the usual way out stays."""
+    if not _code:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(_code[0])
+
+
+atexit.register(_leave)
+
+from .cli import main  # noqa: E402  (after the handler: modules imported now register theirs after it)
 
 code = main()
 if not isinstance(code, int):  # (as sys.exit takes it: None is 0, anything else is printed, status 1)
     if code is not None:
         print(code, file=sys.stderr)
     code = 0 if code is None else 1
-# A command that returned has closed and written its outputs: leave without the interpreter's teardown,
-# which frees a search's records one object at a time (millions on a large run) and the device's buffers.
-# (An exception, argparse's exit included, still leaves the usual way, with its traceback or message.)
-try:
-    sys.stdout.flush()
-    sys.stderr.flush()
-finally:
-    os._exit(code)
+_code.append(code)
+sys.exit(code)
