@@ -17,7 +17,7 @@ GPU = dict(msv="tiled", viterbi="warp", forward="warp", forward_wg_cells=FWD_WG_
            envelope="wg", region_forward="wide", ensemble="device", null2="device", select="device",
            rescore="on", side_queue="on", inline_ptx="on", workers=0, batch_residues=0, device_memory="auto")
 CPU = dict(GPU, msv="exact", viterbi="serial", forward="serial", forward_wg_cells=0, decode="serial",
-           envelope="serial", region_forward="serial", rescore="off", side_queue="off")
+           envelope="serial", region_forward="serial", side_queue="off")
 
 
 def test_defaults_are_auto():

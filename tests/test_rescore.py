@@ -52,7 +52,7 @@ def test_records_kept_for_the_margin_are_dropped_when_not_reportable(default_db,
 
 
 def test_rescore_option_defaults():
-    assert choose("rescore", None, True) == "on" and choose("rescore", None, False) == "off"
+    assert choose("rescore", None, True) == "on" and choose("rescore", None, False) == "on"
     assert choose("envelope", None, True) == "wg"
     with pytest.raises(ValueError, match="rescore"):
         SearchOptions(rescore="sometimes")
@@ -116,7 +116,28 @@ def test_relaxed_scores_bound_the_score_from_above():
     assert ((hi - cols["score"]) * np.log(2.0) <= 2 * rescore.margin_nats(cols["fwd"])).all()
 
 
-def test_rescore_off_changes_no_default_on_cpus(default_db, default_seqs, device):
-    opts = SearchOptions().resolved(device.is_gpu)
-    assert opts.rescore == ("on" if device.is_gpu else "off")
-    assert replace(opts, rescore="off").rescore == "off"
+def test_pairs_near_f3_are_decided_on_the_forward_score_in_hmmers_order(default_db, default_seqs, device):
+    """F3 set at one pair's own P-value (HMMER keeps a pair whose P is not above F3) keeps it, the next
+    smaller double drops it: the decision is the exact Forward score's, whatever the filter kernel's rounding."""
+    from hmmcascade.cascade import Cascade
+
+    seqs = default_seqs.subset(np.argsort(default_seqs.lengths, kind="stable")[:800])
+    c = Cascade(device, default_db, options=SearchOptions(rescore="off"))
+    every = Thresholds(Z=2000, F3=1.0)
+    out, _ = c.filter_batch(seqs, every)
+    x_fast = stats.bits(out.fwd_nats, out.filtersc_nats)
+    p = int(np.argsort(x_fast)[len(x_fast) * 9 // 10])  # a strong pair, not the strongest
+    fsc, _ = c.domains.exact_forward(out.batch, out.seq[p:p + 1], out.model[p:p + 1])
+    x = stats.bits(fsc, out.filtersc_nats[p:p + 1])
+    ev = default_db.evparams.astype(np.float64)
+    P = float(stats.exp_surv(x, ev[out.model[p], 4], ev[out.model[p], 5])[0])
+    assert 0.0 < P < 1e-3
+    pair = (int(out.seq[p]), int(out.model[p]))
+    for F3, kept in ((P, True), (float(np.nextafter(P, 0.0)), False)):
+        th = Thresholds(Z=2000, F3=F3)
+        c2 = Cascade(device, default_db, options=SearchOptions(rescore="on"))
+        o, st = c2.filter_batch(seqs, th)
+        assert pair in set(zip(o.near_f3["seq"].tolist(), o.near_f3["model"].tolist()))
+        o, st = c2.domain_batch(o, st, defer_scoring=True)
+        assert (pair in set(zip(o.seq.tolist(), o.model.tolist()))) == kept
+        assert st.rescored_f3 >= 1 and st.past_fwd == len(o.seq)

@@ -37,7 +37,7 @@ from .builds import prebuild
 from .kernel_table import search_parts
 from .device import Device
 from .domaindef.engine import DomainEngine
-from .rescore import rescore_records, unreported_dropped
+from .rescore import near_threshold, rescore_records, unreported_dropped
 from .device_data import DeviceBatch, DeviceModels
 from .filters import BiasFilter, ForwardFilter, ViterbiFilter, union_seconds
 from .msv_filter import MsvFilter
@@ -173,11 +173,18 @@ class Cascade:
         st.kernel_s["forward"] += sec
         st.pairs["forward"] += len(seq_i)
         st.cells["forward"] += int((db.M[mod_i].astype(np.int64) * L[seq_i]).sum())
-        keep = np.flatnonzero(stats.passes(stats.bits(fwd, filtersc), mod_i, _pass_bits(cache, expo, ev, 4, th.F3), expo,
-                                           ev[:, 4], ev[:, 5], th.F3))
+        f3 = (_pass_bits(cache, expo, ev, 4, th.F3), expo, ev[:, 4], ev[:, 5], th.F3)
+        ok_f3 = stats.passes(stats.bits(fwd, filtersc), mod_i, *f3)
+        keep = np.flatnonzero(ok_f3)
         st.past_fwd = len(keep)
+        near = None
+        if self.options.rescore != "off" and len(seq_i):  # (the Forward filter's kernels sum in their own order)
+            nr = np.flatnonzero(near_threshold(fwd, filtersc, mod_i, *f3))
+            near = dict(seq=seq_i[nr], model=mod_i[nr], fwd=fwd[nr], filtersc=filtersc[nr],
+                        nullsc=lp.nullsc_nats[seq_i[nr]], pos=np.where(ok_f3[nr], np.searchsorted(keep, nr), -1),
+                        f3=f3)
         seq_i = seq_i[keep]
-        out = Survivors(batch, seq_i, mod_i[keep], fwd[keep], filtersc[keep], lp.nullsc_nats[seq_i])
+        out = Survivors(batch, seq_i, mod_i[keep], fwd[keep], filtersc[keep], lp.nullsc_nats[seq_i], near_f3=near)
         self.dev.instrument.mark("forward", tm)
         st.host_s = host + time.perf_counter() - t1
         return out, st
@@ -185,6 +192,8 @@ class Cascade:
     def domain_batch(self, out: Survivors, st: StageStats, domains: bool = True, defer_scoring: bool = False) \
             -> tuple[Survivors, StageStats]:
         """:meth:`run_batch`'s domain stage on :meth:`filter_batch`'s result (``st`` is updated)."""
+        if domains and out.near_f3 is not None and len(out.near_f3["seq"]):
+            self._decide_near_f3(out, st)
         if domains:
             launches = self.domains.launches  # (their kernel seconds and cells)
             i0 = len(launches.intervals)
@@ -199,6 +208,28 @@ class Cascade:
             st.host_s += time.perf_counter() - t1 - kern
         out.batch = None  # (the deferred scoring holds what it needs of the batch; the rest may go)
         return out, st
+
+    def _decide_near_f3(self, out: Survivors, st: StageStats) -> None:
+        """The Forward filter's decision of the pairs near F3 (``out.near_f3``) taken again on their
+        Forward score in HMMER's order, as p7_Pipeline takes it: those it fails leave the survivors,
+        those it passes join them (at the end, with that score)."""
+        near = out.near_f3
+        fsc, _ = self.domains.exact_forward(out.batch, near["seq"], near["model"])
+        fsc = np.where(np.isfinite(fsc), fsc, near["fwd"]).astype(np.float32)
+        ok = stats.passes(stats.bits(fsc, near["filtersc"]), near["model"], *near["f3"])
+        was = near["pos"] >= 0
+        drop = near["pos"][was & ~ok]
+        add = np.flatnonzero(~was & ok)
+        st.rescored_f3 = len(near["seq"])
+        if not len(drop) and not len(add):
+            return
+        keep = np.ones(len(out.seq), dtype=bool)
+        keep[drop] = False
+        for name, extra in (("seq", near["seq"][add]), ("model", near["model"][add]), ("fwd_nats", fsc[add]),
+                            ("filtersc_nats", near["filtersc"][add]), ("nullsc_nats", near["nullsc"][add])):
+            col = getattr(out, name)
+            setattr(out, name, np.concatenate([col[keep], extra.astype(col.dtype)]))
+        st.past_fwd += len(add) - len(drop)
 
     def _filters_host(self, begun: "_Begun", th: Thresholds, st: StageStats, fill, prepare):
         """The MSV, bias and Viterbi filters with the tests on the host: ``((seq, model,

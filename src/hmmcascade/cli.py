@@ -373,9 +373,10 @@ def cmd_search(args) -> int:
     n_rep, n_dom = reported_counts(res.records)
     print(f"# {n_rep} reported hits, {n_dom} reported domains", file=sys.stderr)
     rs = stats.get("rescored") or {}
-    if rs.get("flagged"):
-        print(f"# Forward scores made again in HMMER's order: {rs['flagged']} of {rs['records']} hits near a printed "
-              f"digit, a threshold or a neighbour ({rs['changed']} changed)", file=sys.stderr)
+    if rs.get("flagged") or stats.get("rescored_f3"):
+        print(f"# Forward scores made again in HMMER's order: {stats.get('rescored_f3', 0)} pairs near F3, "
+              f"{rs.get('flagged', 0)} of {rs.get('records', 0)} hits near a printed digit, a threshold or a neighbour "
+              f"({rs.get('changed', 0)} changed)", file=sys.stderr)
     print(f"# {searched_at - started_at:.1f} s to the search's end, {time.time() - searched_at:.1f} s writing; "
           f"peak host memory {_peak_rss_mb():,.0f} MB", file=sys.stderr)
     return 0

@@ -52,7 +52,7 @@ CHOICES: dict[str, Choice] = {
     "ensemble": Choice("ensemble backend", ("device", "python"), gpu="device", cpu="device"),
     "null2": Choice("null2 path", ("device", "host"), gpu="device", cpu="device"),
     "select": Choice("filter tests", ("device", "host"), gpu="device", cpu="device"),
-    "rescore": Choice("rescoring", ("on", "off", "all"), gpu="on", cpu="off"),
+    "rescore": Choice("rescoring", ("on", "off", "all"), gpu="on", cpu="on"),
     "side_queue": Choice("side queue", ("on", "off"), gpu="on", cpu="off"),
     "inline_ptx": Choice("inline PTX", ("on", "off"), gpu="on", cpu="on"),
 }
@@ -97,10 +97,10 @@ class SearchOptions:
     #: (envelope_warp<C>, then envelope_wg: faster, its sums in another order: some rows' last digits
     #: differ from HMMER's) or "serial" (envelope, a work-item per envelope; CPUs)
     envelope: str = "auto"
-    #: the sequence scores a Forward parser's rounding could show in (hmmcascade.rescore): "on" (GPUs:
-    #: where the decoding ran fb_parser_warp, the hits whose printed values, flags or order lie within its
-    #: rounding get their Forward score in HMMER's order), "off" (CPUs: their decoding is HMMER's order)
-    #: or "all" (every hit's, wherever the decoding ran: tests)
+    #: the decisions and printed values a Forward score's rounding could show in, taken again on the
+    #: Forward score in HMMER's order (hmmcascade.rescore): "on" (default: the Forward filter's pairs near
+    #: F3; and where the decoding ran fb_parser_warp, the hits whose printed values, flags or order lie
+    #: within its rounding), "off" (neither) or "all" (as "on", and every hit's score: tests)
     rescore: str = "auto"
     #: multi-domain regions' Forward matrices, from which the stochastic traces that decide their envelopes
     #: are sampled: "wide" (region_forward_wide, a work-group per region: its cells in parallel, its chains

@@ -49,9 +49,11 @@ class StageStats:
     #: the end's rescoring (hmmcascade.rescore): records, flagged (their Forward score made in HMMER's
     #: order), changed (a different score or expected domain count)
     rescored: dict = field(default_factory=dict)
+    #: pairs whose Forward filter decision was taken again on their Forward score in HMMER's order (near F3)
+    rescored_f3: int = 0
 
     def add(self, other: "StageStats") -> None:
-        for name in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns", "msv_rerun_s"):
+        for name in ("past_msv", "past_bias", "past_vit", "past_fwd", "msv_reruns", "msv_rerun_s", "rescored_f3"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for d in ("cells", "pairs", "kernel_s"):
             for k, v in getattr(other, d).items():

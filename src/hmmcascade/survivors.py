@@ -28,6 +28,11 @@ class Survivors:
     #: sequence of PairDomains / None), or a function that makes it on the host (deferred scoring);
     #: None before the domain stage
     domains: object = None
+    #: the pairs whose Forward filter decision lies within the Forward score's rounding of F3
+    #: (:func:`hmmcascade.rescore.near_threshold`), decided again in the domain stage on the Forward score
+    #: in HMMER's order: ``seq``, ``model``, ``fwd``, ``filtersc``, ``nullsc`` arrays and ``pos``, each one's
+    #: place among the survivors (-1: it did not pass); None where not looked for
+    near_f3: dict | None = None
 
     def __len__(self) -> int:
         return len(self.seq)

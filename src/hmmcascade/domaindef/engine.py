@@ -57,6 +57,18 @@ class DomainEngine:
         #: the same floats
         self.null2 = Null2Sums(dev) if self.launches.options.null2 == "device" else null2_sums_host
 
+    def exact_forward(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray) \
+            -> tuple[np.ndarray, np.ndarray]:
+        """The Forward parser's score (nats, float32) and the expected number of domains (btot[L]) of each
+        pair in HMMER's order, whatever the decoding's option: ``fb_parser_wg`` (``fb_parser`` where its
+        rows do not fit).  For the pairs whose rounding elsewhere could show (:mod:`hmmcascade.rescore`)."""
+        exact = self.__dict__.get("_exact_decoder")
+        if exact is None:
+            exact = self.__dict__["_exact_decoder"] = PosteriorDecoder(self.launches, "wg")
+        _, nexpected, info, _ = exact.decode(batch, np.asarray(pair_seq, dtype=np.int64),
+                                             np.asarray(pair_model, dtype=np.int64))
+        return info[:, 0].astype(F32), np.asarray(nexpected, dtype=F32)
+
     def run(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
             null_nats: np.ndarray) -> list[PairDomains | None]:
         """Domain definition and scoring of every pair (indices into the batch); None = no domain."""
