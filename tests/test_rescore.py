@@ -141,3 +141,36 @@ def test_pairs_near_f3_are_decided_on_the_forward_score_in_hmmers_order(default_
         o, st = c2.domain_batch(o, st, defer_scoring=True)
         assert (pair in set(zip(o.seq.tolist(), o.model.tolist()))) == kept
         assert st.rescored_f3 >= 1 and st.past_fwd == len(o.seq)
+
+
+def test_with_cutoffs_a_record_kept_for_the_margin_gets_its_domains_flags_with_it(default_db, default_seqs, device,
+                                                                                   monkeypatch):
+    """--cut_ga with one model's sequence cutoff a hair above its best hit's score: the margin keeps that
+    record unreported until the rescoring.  When the Forward score in HMMER's order (here made higher than
+    the filter's by a quarter of the margin, the plumbing's test) passes the cutoff, the hit is reported
+    and its domains flagged by their own cutoff, as a search with the cutoff just below reports them."""
+    import dataclasses
+
+    base = cascade.search(default_db, default_seqs, device, Thresholds(Z=2000, cut="ga"))
+    best = max(base.records, key=lambda h: h.score)
+    cut = default_db.cutoffs.copy()
+    cut[best.model, 0] = np.nextafter(np.float32(best.score), np.float32(np.inf))  # just above: not reported
+    db = dataclasses.replace(default_db, cutoffs=cut)
+    th = Thresholds(Z=2000, cut="ga")
+    off = cascade.search(db, default_seqs, device, th, options=SearchOptions(rescore="off"))
+    assert (best.model, best.target) not in {(h.model, h.target) for h in off.records}
+    real = rescore.exact_forward
+
+    def higher(cascade_, seqs, targets, models):
+        fsc, nexp = real(cascade_, seqs, targets, models)
+        return (fsc.astype(np.float64) + rescore.margin_nats(fsc) / 4).astype(F32), nexp
+
+    monkeypatch.setattr(rescore, "exact_forward", higher)
+    every = cascade.search(db, default_seqs, device, th, options=SearchOptions(rescore="all"))
+    got = {(h.model, h.target): h for h in every.records}
+    assert (best.model, best.target) in got
+    hit = got[(best.model, best.target)]
+    assert hit.reported and hit.included and hit.score > best.score
+    ref = {(h.model, h.target): h for h in base.records}[(best.model, best.target)]
+    assert [(d.reported, d.included) for d in hit.domains] == [(d.reported, d.included) for d in ref.domains]
+    assert any(d.reported for d in hit.domains)

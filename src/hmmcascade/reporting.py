@@ -160,7 +160,8 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
     di = segment_ranges(pds.dom_start[P], nd)  # the records' domains, in order
     if th.cut:
         included = reported = passed.tolist()
-        drep = np.repeat(passed, nd) & (pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd))
+        dom_cut = pds.dom["score"][di] >= np.repeat(db.cutoffs[m, col + 1].astype(np.float64), nd)
+        drep = np.repeat(passed, nd) & dom_cut
         if source is not None:
             source.set_flags(reported=drep, included=drep)
         flags = iter(drep.tolist())
@@ -174,7 +175,13 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
                     included=np.asarray(included, dtype=bool).reshape(len(P)), nd=nd, noverlaps=pds.noverlaps[P],
                     dom_lnP=pds.dom["lnP"][di], dom_exp=_exp(pds.dom["lnP"][di]), dom_score=pds.dom["score"][di],
                     dom_ali_from=pds.dom["ali_from"][di], dom_ali_to=pds.dom["ali_to"][di],
-                    dom_reported=source.reported.copy(), dom_included=source.included.copy(), source=source)
+                    source=source)
+        # (with cutoffs, the domains' own test; threshold_hits takes it with their hit's flags, which the
+        # search's rescoring may change)
+        if th.cut:
+            keys.update(dom_reported=dom_cut, dom_included=dom_cut.copy())
+        else:
+            keys.update(dom_reported=source.reported.copy(), dom_included=source.included.copy())
     return hits
 
 
@@ -311,7 +318,7 @@ def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, in
         drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
         dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
     else:
-        drep, dinc = cols["dom_reported"].copy(), cols["dom_included"].copy()
+        drep, dinc = cols["dom_reported"] & rep[dh], cols["dom_included"] & inc[dh]
     # workaround_bug_h74, as threshold_hits, on the domains of the hits with overlaps
     over = np.flatnonzero(cols["noverlaps"])
     drop = duplicate_alignments((np.cumsum(nd) - nd)[over], nd[over], cols["dom_ali_from"], cols["dom_ali_to"],
