@@ -61,10 +61,10 @@ class EnvelopeRescorer:
         self.k_env = dev.kernel("domains", "envelope")
         self.k_env_wg = dev.kernel("domains", "envelope_wg")
         self.k_env_warp = WarpKernels(dev, TABLES["envelope"].variants[0])
-        #: envelope rescoring (mode 1): "warp" (envelope_warp<C>, a warp per envelope, for models of
-        #: up to kernel_table.DOMAIN_WARP_MAX_NODES (512) nodes, envelope_wg for longer ones; default on GPUs), "wg"
-        #: (envelope_wg, a work-group per envelope) or "serial" (envelope, a work-item per envelope;
-        #: default on CPUs).  "wg" and "serial" give the same results bit for bit, "warp" to float rounding.
+        #: envelope rescoring (mode 1): "wg" (envelope_wg, a work-group per envelope; default on GPUs), "warp"
+        #: (envelope_warp<C>, a warp per envelope, for models of up to kernel_table.DOMAIN_WARP_MAX_NODES (512)
+        #: nodes, envelope_wg for longer ones) or "serial" (envelope, a work-item per envelope; default on
+        #: CPUs).  "wg" and "serial" give the same results bit for bit (HMMER's order), "warp" to float rounding.
         #: Default: the options' ``envelope`` (:class:`~hmmcascade.options.SearchOptions`).
         opts = launches.options
         self.path = choose("envelope", path or opts.envelope, dev.is_gpu)
