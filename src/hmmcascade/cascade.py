@@ -37,7 +37,7 @@ from .builds import prebuild
 from .kernel_table import search_parts
 from .device import Device
 from .domaindef.engine import DomainEngine
-from .rescore import near_threshold, rescore_records, unreported_dropped
+from .rescore import near_threshold, relaxed_scores, rescore_records, unreported_dropped
 from .device_data import DeviceBatch, DeviceModels
 from .filters import BiasFilter, ForwardFilter, ViterbiFilter, union_seconds
 from .msv_filter import MsvFilter
@@ -497,7 +497,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         t0 = time.perf_counter()
         out.scored_domains()
         keys = {}
-        hits = make_hits(db, seqs, index, out, th, Z, keys=keys, relaxed=rescore != "off")
+        hits = make_hits(db, seqs, index, out, th, Z, keys=keys, relaxed=None if rescore == "off" else relaxed_scores)
         lines = getattr(out.scored_domains(), "lines", None)
         if alignment_text and hits and lines is not None:
             lines.built()  # (the text now; the columns it is made from go)
@@ -530,10 +530,10 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         # envelope launches read in the records thread
         total.kernel_s["domains"] += cascade.domains.launches.late_kernel_s
         tm = time.perf_counter()
-        if domains and rescore != "off":
-            total.rescored = rescore_records(cascade, seqs, records, keys, th, Z, rescore)
-            tm = dev.instrument.mark("rescore", tm)
         cols = key_columns(keys)
+        if domains and rescore != "off":
+            total.rescored = rescore_records(cascade, seqs, records, keys, cols, th, Z, rescore)
+            tm = dev.instrument.mark("rescore", tm)
         threshold_hits(records, th, Z, db, flagged=True, cols=cols)
         tm = dev.instrument.mark("threshold", tm)
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))

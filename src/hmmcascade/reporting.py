@@ -24,12 +24,11 @@ from .domaindef.records import DomainSource, PairDomainsBatch
 from .domaindef.segments import segment_ranges
 from .io import SequenceSet
 from .profiles import CUTOFF_COLUMNS, ProfileDB
-from .rescore import relaxed_scores
 from .results import Hit, gc_paused
 from .survivors import Survivors
 
-__all__ = ["CUTOFF_COLUMNS", "Thresholds", "check_cutoffs", "duplicate_alignments", "key_columns", "make_hits", "name_rank", "sort_hits",
-           "threshold_hits"]
+__all__ = ["CUTOFF_COLUMNS", "Thresholds", "check_cutoffs", "duplicate_alignments", "key_columns", "make_hits",
+           "name_rank", "passes_threshold", "sort_hits", "threshold_hits"]
 
 
 
@@ -71,13 +70,13 @@ def check_cutoffs(db: ProfileDB, cut: str) -> None:
 _exp = stats.c_exp  # (the C library's exp, as HMMER's E-values)
 
 
-def _passes(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
+def passes_threshold(score: np.ndarray, evalue: np.ndarray, T: float | None, E: float) -> np.ndarray:
     """Thresholds' test without model cutoffs: ``score >= T`` when T is set, else ``evalue <= E``."""
     return score >= T if T is not None else evalue <= E
 
 
 def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivors, th: Thresholds, Z: float,
-              keys: dict | None = None, relaxed: bool = False) -> list[Hit]:
+              keys: dict | None = None, relaxed=None) -> list[Hit]:
     """Hit records for one batch's domain-defined pairs that pass p7_pli_TargetReportable.
 
     ``index`` maps batch sequence numbers to ``seqs`` numbers.  With model cutoffs, the
@@ -86,9 +85,9 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
     any sequence of PairDomains / None); P-values and thresholds are computed for all its pairs
     at once, records only for the reportable ones.  ``keys``, when a dict, gets the records'
     sort keys as arrays (:func:`sort_hits` ``keys``; left empty for PairDomains lists).
-    ``relaxed`` (the search's rescoring, :mod:`hmmcascade.rescore`): also records for the pairs whose
-    score could pass within the rounding margin of their Forward score, not reported (yet), and the
-    keys get what each sequence score is made of.
+    ``relaxed`` (the search's rescoring: :func:`hmmcascade.rescore.relaxed_scores`, the highest sequence
+    score each pair's parts allow within the rounding margin of its Forward score): also records for the
+    pairs whose score could pass so, not reported (yet), and the keys get what each sequence score is made of.
     """
     pds = out.scored_domains()
     pds = [] if pds is None else pds
@@ -103,19 +102,19 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
     ev = db.evparams[m].astype(np.float64)
     lnP = stats.exp_logsurv(score.astype(np.float32), ev[:, 4], ev[:, 5])
     evalue = _exp(lnP) * Z
-    parts = pds.seq_parts if relaxed and keys is not None and "ali_from" in pds.dom else None
+    parts = pds.seq_parts if relaxed is not None and keys is not None and "ali_from" in pds.dom else None
     if th.cut:
         col = CUTOFF_COLUMNS[th.cut]
         cut_seq = db.cutoffs[m, col].astype(np.float64)
         passed = score >= cut_seq
     else:
-        passed = _passes(score, evalue, th.T, th.E)
+        passed = passes_threshold(score, evalue, th.T, th.E)
     keep_mask = passed
     if parts is not None:  # the pairs the margin could make reportable too
         c = np.flatnonzero(~passed)
-        hi = relaxed_scores({k: v[P[c]] for k, v in parts.items()}).astype(np.float64)
+        hi = relaxed({k: v[P[c]] for k, v in parts.items()}).astype(np.float64)
         keep_mask = passed.copy()
-        keep_mask[c] = (hi >= cut_seq[c]) if th.cut else _passes(
+        keep_mask[c] = (hi >= cut_seq[c]) if th.cut else passes_threshold(
             hi, _exp(stats.exp_logsurv(hi.astype(np.float32), ev[c, 4], ev[c, 5])) * Z, th.T, th.E)
     keep = np.flatnonzero(keep_mask)
     if not len(keep):
@@ -137,7 +136,7 @@ def make_hits(db: ProfileDB, seqs: SequenceSet, index: np.ndarray, out: Survivor
         db.names.tolist(), db.accessions.tolist(), db.M.tolist()))
     # without cutoffs every record is reported; inclusion is threshold_hits' test, made here
     # (per batch, in the records thread) so that the search's threshold_hits skips it
-    included = [False] * len(P) if th.cut else (passed & _passes(score64, evalue, th.incT, th.incE)).tolist()
+    included = [False] * len(P) if th.cut else (passed & passes_threshold(score64, evalue, th.incT, th.incE)).tolist()
     reported = [False] * len(P) if th.cut else passed.tolist()
     with gc_paused():
         hits = [Hit(mi, ti, mn, ma, ml, str(names[ti]), "", str(descs[ti]), tl, sc, ps, bi, lp, e, ne, nr, nc,
@@ -241,8 +240,8 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     elif not th.cut:
         score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n)
         evalue = _exp(np.fromiter(map(attrgetter("lnP"), hits), dtype=np.float64, count=n)) * Z
-        rep = _passes(score, evalue, th.T, th.E)
-        inc = rep & _passes(score, evalue, th.incT, th.incE)
+        rep = passes_threshold(score, evalue, th.T, th.E)
+        inc = rep & passes_threshold(score, evalue, th.incT, th.incE)
         for h, r, i, e in zip(hits, rep.tolist(), inc.tolist(), evalue.tolist()):
             h.reported, h.included, h.evalue = r, i, e
     else:
@@ -268,8 +267,8 @@ def threshold_hits(hits: list[Hit], th: Thresholds, Z: float, db: ProfileDB | No
     c_evalue, i_evalue = e * domZ[dh], e * Z
     if not th.cut:
         dscore = column("dom_score", doms, np.float64)
-        drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
-        dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
+        drep = rep[dh] & passes_threshold(dscore, c_evalue, th.domT, th.domE)
+        dinc = inc[dh] & passes_threshold(dscore, c_evalue, th.incdomT, th.incdomE)
         for d, ce, ie, r, i in zip(doms, c_evalue.tolist(), i_evalue.tolist(), drep.tolist(), dinc.tolist()):
             d.c_evalue, d.i_evalue, d.reported, d.included = ce, ie, r, i
     else:
@@ -315,8 +314,8 @@ def _threshold_domains(cols: dict, th: Thresholds, Z: float, rep: np.ndarray, in
     c_evalue, i_evalue = e * domZ[dh], e * Z
     if not th.cut:
         dscore = cols["dom_score"]
-        drep = rep[dh] & _passes(dscore, c_evalue, th.domT, th.domE)
-        dinc = inc[dh] & _passes(dscore, c_evalue, th.incdomT, th.incdomE)
+        drep = rep[dh] & passes_threshold(dscore, c_evalue, th.domT, th.domE)
+        dinc = inc[dh] & passes_threshold(dscore, c_evalue, th.incdomT, th.incdomE)
     else:
         drep, dinc = cols["dom_reported"] & rep[dh], cols["dom_included"] & inc[dh]
     # workaround_bug_h74, as threshold_hits, on the domains of the hits with overlaps

@@ -37,9 +37,10 @@ import numpy as np
 from . import stats
 from .domaindef.scoring import sequence_scores
 from .profiles import CUTOFF_COLUMNS
+from .reporting import passes_threshold
 
-__all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "near_threshold", "relaxed_scores",
-           "rescore_records", "unreported_dropped"]
+__all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "near_threshold",
+           "relaxed_scores", "rescore_records", "unreported_dropped"]
 
 F32 = np.float32
 #: the Forward score's rounding assumed (nats): MARGIN_ULPS units in the last place of the float32 score
@@ -92,10 +93,6 @@ def _two_digits(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(out), out, x)
 
 
-def _passes(score, evalue, T, E):
-    return score >= T if T is not None else evalue <= E
-
-
 _exp = stats.c_exp  # (the C library's exp, as HMMER's E-values)
 
 
@@ -106,8 +103,8 @@ def _flags(score, lnP, Z, th, cut_seq, exp=None):
         r = score >= cut_seq
         return r, r
     ev = (exp or _exp)(lnP) * Z
-    rep = _passes(score, ev, th.T, th.E)
-    return rep, rep & _passes(score, ev, th.incT, th.incE)
+    rep = passes_threshold(score, ev, th.T, th.E)
+    return rep, rep & passes_threshold(score, ev, th.incT, th.incE)
 
 
 def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
@@ -173,18 +170,15 @@ def near_threshold(fwd: np.ndarray, filtersc: np.ndarray, model: np.ndarray, thr
     return stats.passes(lo, model, thr, surv, loc, lam, F) != stats.passes(hi, model, thr, surv, loc, lam, F)
 
 
-def rescore_records(cascade, seqs, records: list, keys: list, th, Z: float, mode: str) -> dict:
+def rescore_records(cascade, seqs, records: list, keys: list, cols: dict | None, th, Z: float, mode: str) -> dict:
     """The Forward score in HMMER's order for the records :func:`_uncertain` flags (``mode`` "on"), or
-    for every record ("all"); their scores, E-values and flags made again from it (in the records and
-    in their batches' ``keys``, which :func:`~.reporting.make_hits` filled).  Returns counts."""
+    for every record ("all"); their scores, E-values and flags made again from it, in the records, in
+    ``cols`` (:func:`~.reporting.key_columns` of ``keys``, which threshold_hits reads) and in the batches'
+    ``keys`` (which :func:`~.reporting.make_hits` filled, and sort_hits reads).  Returns counts."""
     out = {"records": len(records), "flagged": 0, "changed": 0}
-    if mode == "off" or not records or any(k is None or (k and "fwd" not in k) for k in keys):
+    if mode == "off" or not records or cols is None or "fwd" not in cols or len(cols["model"]) != len(records):
         return out  # (a batch without key columns: records made from PairDomains lists)
     parts_of = [k for k in keys if k]
-    names = ("model", "target", "score", "lnP", "nexpected") + PART_NAMES
-    cols = {n: np.concatenate([k[n] for k in parts_of]) for n in names}
-    if len(cols["model"]) != len(records):
-        return out
     inc_by_E = th.cut is None and th.incT is None
     flag = np.ones(len(records), dtype=bool) if mode == "all" else _uncertain(cols, th, Z, cascade.db, inc_by_E)
     idx = np.flatnonzero(flag)
@@ -213,13 +207,12 @@ def rescore_records(cascade, seqs, records: list, keys: list, th, Z: float, mode
     for b in np.unique(batch_of).tolist():
         sel = np.flatnonzero(batch_of == b)
         at = idx[sel] - starts[b]
-        k = parts_of[b]
-        k["fwd"][at] = fwd[sel]
-        k["score"][at] = score64[sel]
-        k["lnP"][at] = lnP[sel]
-        k["reported"][at] = rep[sel]
-        k["included"][at] = inc[sel]
-        k["nexpected"][at] = nexp[sel]
+        for name, values in (("fwd", fwd), ("score", score64), ("lnP", lnP), ("reported", rep), ("included", inc),
+                             ("nexpected", nexp)):
+            parts_of[b][name][at] = values[sel]
+    for name, values in (("fwd", fwd), ("score", score64), ("lnP", lnP), ("reported", rep), ("included", inc),
+                         ("nexpected", nexp)):
+        cols[name][idx] = values
     for r, s, p, bi, lp, e, rp, ic, ne in zip(idx.tolist(), score64.tolist(), pre.astype(np.float64).tolist(),
                                               bias.tolist(), lnP.tolist(), evalue.tolist(), rep.tolist(), inc.tolist(),
                                               nexp.tolist()):
