@@ -144,8 +144,9 @@ def child(args) -> int:
 
 
 def main(argv=None) -> int:
-    if "--child" in (sys.argv[1:] if argv is None else argv):  # the patched copy (PYTHONPATH) before run_benchmark
-        import hmmcascade.cascade  # noqa: F401 - (puts this checkout's src first on sys.path)
+    if "--child" in (sys.argv[1:] if argv is None else argv):
+        # the patched copy (first on PYTHONPATH), imported before run_benchmark puts this checkout's src first
+        import hmmcascade.cascade  # noqa: F401
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from run_benchmark import add_workload_arguments
