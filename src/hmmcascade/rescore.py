@@ -112,7 +112,7 @@ def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
     parts = {k: cols[k] for k in PART_NAMES}
     m = cols["model"]
     ev = db.evparams[m].astype(np.float64)
-    cut_seq = db.cutoffs[m, _cut_column(th)].astype(np.float64) if th.cut else None
+    cut_seq = db.cutoffs[m, CUTOFF_COLUMNS[th.cut]].astype(np.float64) if th.cut else None
     ends = []
     for sign in (-1.0, 1.0):
         sc, pre = _ends(parts, sign)
@@ -137,10 +137,6 @@ def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
     flag[a[near]] = True
     flag[b[near]] = True
     return flag
-
-
-def _cut_column(th) -> int:
-    return CUTOFF_COLUMNS[th.cut]
 
 
 def exact_forward(cascade, seqs, targets: np.ndarray, models: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,7 +191,7 @@ def rescore_records(cascade, seqs, records: list, keys: list, cols: dict | None,
     m = cols["model"][idx]
     ev = cascade.db.evparams[m].astype(np.float64)
     lnP = stats.exp_logsurv(sc, ev[:, 4], ev[:, 5])
-    cut_seq = cascade.db.cutoffs[m, _cut_column(th)].astype(np.float64) if th.cut else None
+    cut_seq = cascade.db.cutoffs[m, CUTOFF_COLUMNS[th.cut]].astype(np.float64) if th.cut else None
     score64 = sc.astype(np.float64)
     rep, inc = _flags(score64, lnP, Z, th, cut_seq)
     evalue = _exp(lnP) * Z
@@ -204,14 +200,14 @@ def rescore_records(cascade, seqs, records: list, keys: list, cols: dict | None,
     # back into the batches' key columns and the records
     starts = np.cumsum([0] + [len(k["model"]) for k in parts_of])
     batch_of = np.searchsorted(starts, idx, side="right") - 1
+    changed = (("fwd", fwd), ("score", score64), ("lnP", lnP), ("reported", rep), ("included", inc),
+               ("nexpected", nexp))
     for b in np.unique(batch_of).tolist():
         sel = np.flatnonzero(batch_of == b)
         at = idx[sel] - starts[b]
-        for name, values in (("fwd", fwd), ("score", score64), ("lnP", lnP), ("reported", rep), ("included", inc),
-                             ("nexpected", nexp)):
+        for name, values in changed:
             parts_of[b][name][at] = values[sel]
-    for name, values in (("fwd", fwd), ("score", score64), ("lnP", lnP), ("reported", rep), ("included", inc),
-                         ("nexpected", nexp)):
+    for name, values in changed:
         cols[name][idx] = values
     for r, s, p, bi, lp, e, rp, ic, ne in zip(idx.tolist(), score64.tolist(), pre.astype(np.float64).tolist(),
                                               bias.tolist(), lnP.tolist(), evalue.tolist(), rep.tolist(), inc.tolist(),
