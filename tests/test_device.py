@@ -168,3 +168,59 @@ def test_device_layouts_equal_the_host_layouts(device, default_db):
     assert base == batch.grp_words
     got = device.from_device(batch.dsq_grouped4, np.uint32, batch.grp_words).view(np.uint8)
     assert np.array_equal(got, want)
+
+
+def test_host_copy_of_a_read_only_map_by_several_threads_is_the_same_array(tmp_path, monkeypatch):
+    """Device.upload copies a read-only map (a pressed database's table) before its upload: large ones by
+    several threads, each a slice; every element lands where it was, shape and type kept."""
+    import hmmcascade.device as device_module
+    from hmmcascade.device import host_copy
+
+    path = tmp_path / "table.bin"
+    data = (np.arange(3_000_017, dtype=np.int64) * 2654435761 % 1_000_003).astype(np.int32)  # no repeating pattern
+    data.tofile(path)
+    mapped = np.memmap(path, dtype=np.int32, mode="r").reshape(-1)
+    assert not mapped.flags.writeable
+    monkeypatch.setattr(device_module, "PARALLEL_COPY_BYTES", 1 << 20)  # 12 MB: the threads' path here
+    monkeypatch.setattr(device_module, "usable_cpus", lambda: 7)  # (7 slices, one not a divisor of the length)
+    out = host_copy(mapped)
+    assert out.flags.writeable and out.dtype == np.int32 and np.array_equal(out, data)
+    square = np.memmap(path, dtype=np.int32, mode="r", shape=(1000, 3000))
+    copied = host_copy(square)
+    assert copied.shape == (1000, 3000) and np.array_equal(copied, data[:3_000_000].reshape(1000, 3000))
+    small = data[:10].copy()
+    small.flags.writeable = False
+    assert np.array_equal(host_copy(small), small)
+
+
+def test_upload_from_a_read_only_map_gives_its_values(device, tmp_path):
+    path = tmp_path / "table.bin"
+    data = np.arange(5_000_000, dtype=np.float32) * 0.5
+    data.tofile(path)
+    mapped = np.memmap(path, dtype=np.float32, mode="r")
+    buf = device.to_device(mapped)
+    assert np.array_equal(device.from_device(buf, np.float32, len(data)), data)
+
+
+def test_auto_opens_the_device_in_the_context_its_test_made(monkeypatch):
+    """``auto`` tests that a kernel builds on the device it takes; the device is then opened in that
+    test's context (not a second one), and no tested context stays behind, also where only the choice
+    was wanted (pick without keep)."""
+    import hmmcascade.device_choice as choice
+    from hmmcascade.device import open_device
+
+    made = []
+    real = choice._builds
+
+    def builds(pi, di, keep=False):
+        ok = real(pi, di, keep)
+        made.append(choice._PROBED.get((pi, di)))
+        return ok
+
+    monkeypatch.setattr(choice, "_builds", builds)
+    dev = open_device("auto")
+    assert made and made[-1] is not None and dev.ctx is made[-1]
+    assert choice._PROBED == {}
+    made.clear()
+    choice.pick("auto")
+    assert made == [None] and choice._PROBED == {}

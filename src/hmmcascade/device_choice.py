@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DeviceError", "device_set", "is_device_part", "list_devices", "lock_key", "opencl", "pick"]
+__all__ = ["DeviceError", "device_set", "is_device_part", "list_devices", "lock_key", "opencl", "pick",
+           "probed_context"]
 
 
 class DeviceError(RuntimeError):
@@ -65,31 +66,48 @@ _NO_DEVICE_HELP = ("install a GPU driver, or a CPU OpenCL runtime: `pip install 
 _PART = re.compile(r"(\d+):(\d+):(\d+)/(\d+)")
 
 
-def _builds(platform_index: int, device_index: int) -> bool:
-    """Whether a trivial kernel compiles on the device (some CPU runtimes cannot target new CPUs)."""
+#: the context of the last device :func:`_builds` tried where :func:`pick` was asked to keep it
+#: (``{(platform, device): context}``), for :func:`probed_context`
+_PROBED: dict = {}
+
+
+def _builds(platform_index: int, device_index: int, keep: bool = False) -> bool:
+    """Whether a trivial kernel compiles on the device (some CPU runtimes cannot target new CPUs);
+    ``keep``: its context is kept for :func:`probed_context` (a context costs ~0.13 s on an H200's
+    host, 2026-11-29)."""
     cl = opencl()
     try:
         dev = cl.get_platforms()[platform_index].get_devices()[device_index]
         ctx = cl.Context([dev])
         cl.Program(ctx, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
-        return True
     except (cl.Error, cl.RuntimeError):
         return False
+    _PROBED.clear()
+    if keep:
+        _PROBED[(platform_index, device_index)] = ctx
+    return True
+
+
+def probed_context(concrete: str):
+    """The context that :func:`pick` (``keep=True``) made testing the whole device ``P:D``, taken (it
+    is not kept any longer), or None."""
+    pi, di = (int(x) for x in concrete.split(":"))
+    return _PROBED.pop((pi, di), None)
 
 
 def _have(found) -> str:
     return "; ".join(f"{f[0]}:{f[1]} {f[3]}" for f in found)
 
 
-def _whole(spec: str, found) -> tuple[int, int]:
-    """(platform index, device index) of the one whole device ``spec`` names."""
+def _whole(spec: str, found, keep: bool = False) -> tuple[int, int]:
+    """(platform index, device index) of the one whole device ``spec`` names (``keep``: :func:`pick`'s)."""
     if spec == "auto":
         ranked = [f for f in found if f[4]] + [f for f in found if not f[4]]
-        working = [f for f in ranked if _builds(f[0], f[1])]
-        if not working:
+        working = next((f for f in ranked if _builds(f[0], f[1], keep)), None)  # (the first that builds)
+        if working is None:
             raise DeviceError("no OpenCL device can build kernels (have: " + "; ".join(f[3] for f in found)
                               + f"); {_NO_DEVICE_HELP}")
-        return working[0][:2]
+        return working[:2]
     if re.fullmatch(r"\d+:\d+", spec):
         pi, di = map(int, spec.split(":"))
         if not any(f[0] == pi and f[1] == di for f in found):
@@ -97,7 +115,8 @@ def _whole(spec: str, found) -> tuple[int, int]:
         return pi, di
     key = spec.lower()
     if key in ("gpu", "cpu"):
-        match = [f for f in found if f[4] == (key == "gpu") and _builds(f[0], f[1])]
+        first = next((f for f in found if f[4] == (key == "gpu") and _builds(f[0], f[1], keep)), None)
+        match = [first] if first is not None else []
     else:
         match = [f for f in found if key in f[3].lower() or key in f[2].lower()]
     if not match:
@@ -110,14 +129,15 @@ def is_device_part(spec: str) -> bool:
     return _PART.fullmatch(spec.strip()) is not None
 
 
-def pick(spec: str):
-    """(OpenCL device, ``P:D`` or ``P:D:S/N`` naming it, (S, N) or None) for one device's ``spec``."""
+def pick(spec: str, keep: bool = False):
+    """(OpenCL device, ``P:D`` or ``P:D:S/N`` naming it, (S, N) or None) for one device's ``spec``;
+    ``keep``: the context made testing the device is kept for :func:`probed_context` (where one was)."""
     cl = opencl()
     found = list_devices()
     if not found:
         raise DeviceError(f"no OpenCL device found; {_NO_DEVICE_HELP}")
     part = _PART.fullmatch(spec)
-    pi, di = map(int, part.groups()[:2]) if part else _whole(spec, found)
+    pi, di = map(int, part.groups()[:2]) if part else _whole(spec, found, keep)
     if part and not any(f[0] == pi and f[1] == di for f in found):
         raise DeviceError(f"no OpenCL device {pi}:{di} (in {spec}); have: {_have(found)}")
     dev = cl.get_platforms()[pi].get_devices()[di]
