@@ -186,6 +186,31 @@ def _load_input(load, path: str):
         os.unlink(tmp)
 
 
+def _in_thread(fn, *args):
+    """``fn(*args)`` started in a thread of its own; returns a function that waits for it and gives its
+    answer (or raises its error)."""
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # (raised where the answer is taken)
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, name="hmmcascade-read", daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in out:
+            raise out.pop("error")
+        return out["value"]
+
+    return result
+
+
 #: search's outputs that a search in parts (--model-parts) makes from its parts' text, and their kinds
 #: (output.TableStream's): HMMER's, written query by query in model order
 PART_TABLES = {"-o": "alignments", "--tblout": "tblout", "--domtblout": "domtblout", "--pfamtblout": "pfamtblout"}
@@ -334,6 +359,7 @@ def cmd_search(args) -> int:
         code, db = _search_as_parts(args, options, paths, th)  # (--model-parts: N processes, or None: this one)
         if code is not None:
             return code
+    read_seqs = _in_thread(_load_input, load_seqs, args.seqs)  # (read while the device opens)
     dev = device.open_device(args.device, options)
     builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
     db = db if db is not None else _load_input(load_models, args.hmms)
@@ -341,7 +367,7 @@ def cmd_search(args) -> int:
     first, stop = _model_range(args, db)
     if (first, stop) != (0, len(db)):  # (a shard of the models: its hits' model numbers are made the whole file's again)
         db = db.subset(first, stop)
-    seqs = _load_input(load_seqs, args.seqs)
+    seqs = read_seqs()
     print(f"# hmmcascade search: {len(db)} models x {len(seqs)} targets on {dev.name}", file=sys.stderr, flush=True)
     progress = None if args.quiet else progress_printer(every_s=10.0, nodes=db.nodes,
                                                         label=getattr(args, "progress_label", ""))
