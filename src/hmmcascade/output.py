@@ -441,7 +441,7 @@ def per_query_hits(hits, queries, inc_by_E, first: int = 0, ordered: bool = Fals
         if hits.inc_by_E != inc_by_E:
             raise ValueError("per_query_hits: hits sorted for another inc_by_E")
         return hits
-    for i, h in enumerate(hits):
+    for i, h in enumerate(() if ordered else hits):  # (a search's own records are not checked again)
         if not isinstance(h, Hit):
             raise TypeError(f"hits[{i}]: expected a hmmcascade.results.Hit, got {type(h).__name__}")
         if h.reported and not 0 <= h.best_domain < h.ndom:
