@@ -52,3 +52,25 @@ def test_some_hits_domains_made_alone_are_the_batch_records(default_db, default_
         assert list(a.domains) == list(b.domains)
     sources = {id(h.domains._source): h.domains._source for h in some.records}
     assert all(None not in s.lists() for s in sources.values())
+
+
+def test_tables_read_the_batches_arrays_and_print_what_the_records_hold(default_db, default_seqs, device):
+    """The tblout and domtblout of a search's records are made from their batches' arrays
+    (``table_domains``), no Domain record made; the same lines as from the records, once made (with
+    thresholds that leave some domains of reported hits unreported)."""
+    from hmmcascade.results import table_domains
+
+    db = default_db.subset(0, 24)
+    res = cascade.search(db, default_seqs, device, cascade.Thresholds(Z=2000, domE=1e-3))
+    by_query = per_query_hits(res.records, query_infos(db), True, ordered=True)
+    streams = [TableStream(k, Z=res.Z) for k in ("tblout", "domtblout")]
+    from_arrays = [s.lines(by_query, header=True) for s in streams]
+    sources = {id(h.domains._source): h.domains._source for h in res.records}
+    assert sources and all(s._lists is None for s in sources.values())  # (no record made)
+    values = table_domains(res.records)
+    assert any(not d[0] for doms in values for d in doms)  # (some domains not reported)
+    make_domains_of(res.records)
+    assert all(s._lists is not None for s in sources.values())
+    assert table_domains(res.records) == values
+    assert [s.lines(by_query, header=True) for s in streams] == from_arrays
+    assert sum(1 for line in from_arrays[1] if not line.startswith("#")) > 20

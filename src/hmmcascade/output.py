@@ -37,7 +37,7 @@ import numpy as np
 from . import __version__
 from .hmmsearch_text import alignments_head, alignments_query, query_domZ, seq_bias_bits
 from .outfiles import open_output, write_text
-from .results import Hit
+from .results import Hit, table_domains
 
 __all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
            "write_pfamtblout", "write_alignments", "write_streams", "TableStream", "per_query_hits", "write_json",
@@ -248,6 +248,12 @@ class TableStream:
             self._write(alignments_head(self.query_file, self.target_file, self.settings))
             self._started = True
 
+    @property
+    def reads_records(self) -> bool:
+        """Whether :meth:`lines` reads the hits' Domain records (the tables read their batches' arrays,
+        :func:`~hmmcascade.results.table_domains`)."""
+        return self.kind in ("pfamtblout", "alignments")
+
     def add(self, per_query) -> None:
         lines = self.lines(per_query, header=not self._started)
         self._started = self._started or bool(lines)
@@ -276,14 +282,16 @@ class TableStream:
         """The lines of the next queries (with the table header before the first, if ``header``);
         nothing is written."""
         lines: list[str] = []
+        if self.kind in ("tblout", "domtblout"):  # (the domains' values of every query's hits at once)
+            values = iter(table_domains([h for _, qhits in per_query for h in qhits]))
         for q, qhits in per_query:
             if header and self.kind in ("tblout", "domtblout"):
                 lines += (_tblout_head if self.kind == "tblout" else _domtblout_head)(q, qhits)
             header = False
             if self.kind == "tblout":
-                lines += _tblout_rows(q, qhits, self.Z)
+                lines += _tblout_rows(q, qhits, self.Z, [next(values) for _ in qhits])
             elif self.kind == "domtblout":
-                lines += _domtblout_rows(q, qhits, self.Z, self.domZ)
+                lines += _domtblout_rows(q, qhits, self.Z, self.domZ, [next(values) for _ in qhits])
             elif self.kind == "pfamtblout":
                 lines += _pfamtblout_rows(qhits, self.Z, self.inc_by_E)
             else:
@@ -323,18 +331,27 @@ def _tblout_head(q: QueryInfo, qhits) -> list[str]:
 _TBL_ROW = "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d %3d %s"
 
 
-def _tblout_rows(q: QueryInfo, qhits, Z: float) -> list[str]:
+def _tblout_rows(q: QueryInfo, qhits, Z: float, domains) -> list[str]:
+    """``p7_tophits_TabularTargets``' rows of one query (``domains``: :func:`table_domains` of ``qhits``)."""
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
+    shown = [(h, doms) for h, doms in zip(qhits, domains) if h.reported]
+    qname, qacc, exp, row = q.name, q.accession or "-", math.exp, _TBL_ROW
     out = []
-    for h in qhits:
-        if h.reported:
-            best = h.domains[h.best_domain]
-            out.append(_TBL_ROW % (
-                tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, q.name, qaccw, q.accession or "-",
-                math.exp(h.lnP) * Z, h.score, seq_bias_bits(h), math.exp(best.lnP) * Z, best.score, best.bias,
-                h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, h.ndom, h.nreported,
-                h.nincluded, h.target_desc or "-"))
+    for (h, doms), bias in zip(shown, _seq_biases([h for h, _ in shown])):
+        best = doms[h.best_domain]
+        out.append(row % (
+            tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, qname, qaccw, qacc,
+            exp(h.lnP) * Z, h.score, bias, exp(best[2]) * Z, best[3], best[4],
+            h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, len(doms), sum(d[0] for d in doms),
+            sum(d[1] for d in doms), h.target_desc or "-"))
     return out
+
+
+def _seq_biases(hits) -> list[float]:
+    """:func:`~hmmcascade.hmmsearch_text.seq_bias_bits` of each hit, at once."""
+    n = len(hits)
+    pre = np.fromiter(map(attrgetter("pre_score"), hits), dtype=np.float64, count=n).astype(np.float32)
+    return (pre - np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n).astype(np.float32)).tolist()
 
 
 def _domtblout_head(q: QueryInfo, qhits) -> list[str]:
@@ -358,20 +375,23 @@ _DOM_ROW = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %
             "%4.2f %s")
 
 
-def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None) -> list[str]:
+def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None, domains) -> list[str]:
+    """``p7_tophits_TabularDomains``' rows of one query (``domains``: :func:`table_domains` of ``qhits``)."""
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
     qdomZ = query_domZ(qhits, domZ)
+    shown = [(h, [d for d in doms if d[0]]) for h, doms in zip(qhits, domains) if h.reported]
+    shown = [(h, doms) for h, doms in shown if doms]
+    qname, qacc, exp, row = q.name, q.accession or "-", math.exp, _DOM_ROW
     out = []
-    for h in qhits:
-        doms = [d for d in h.domains if d.reported] if h.reported else []
-        hit_E, hit_bias = (math.exp(h.lnP) * Z, seq_bias_bits(h)) if doms else (0.0, 0.0)  # (once a hit)
-        for nd, d in enumerate(doms, 1):
-            a = d.alignment
-            out.append(_DOM_ROW % (
-                tnamew, h.target_name, taccw, h.target_acc or "-", a.L, qnamew, q.name, qaccw, q.accession or "-",
-                a.M, hit_E, h.score, hit_bias, nd, len(doms), math.exp(d.lnP) * qdomZ,
-                math.exp(d.lnP) * Z, d.score, d.bias, a.hmm_from, a.hmm_to, a.ali_from, a.ali_to, d.env_from,
-                d.env_to, d.acc, h.target_desc or "-"))
+    for (h, doms), hit_bias in zip(shown, _seq_biases([h for h, _ in shown])):
+        tname, tacc, tdesc, hit_E, score, n = h.target_name, h.target_acc or "-", h.target_desc or "-", \
+            exp(h.lnP) * Z, h.score, len(doms)
+        for nd, (_, _, lnP, dscore, dbias, env_from, env_to, acc, hmm_from, hmm_to, ali_from, ali_to, M, L) \
+                in enumerate(doms, 1):
+            e = exp(lnP)
+            out.append(row % (
+                tnamew, tname, taccw, tacc, L, qnamew, qname, qaccw, qacc, M, hit_E, score, hit_bias, nd, n,
+                e * qdomZ, e * Z, dscore, dbias, hmm_from, hmm_to, ali_from, ali_to, env_from, env_to, acc, tdesc))
     return out
 
 

@@ -236,6 +236,39 @@ def make_domains_of(hits) -> None:
         source.make_some(ks)
 
 
+#: what :func:`table_domains` gives of each domain, in order
+TABLE_DOMAIN_FIELDS = ("reported", "included", "lnP", "score", "bias", "env_from", "env_to", "acc", "hmm_from", "hmm_to",
+                       "ali_from", "ali_to", "M", "L")
+
+
+def table_domains(hits) -> list[list[tuple]]:
+    """Per hit, its domains' values that HMMER's tables print, a tuple each (:data:`TABLE_DOMAIN_FIELDS`;
+    ``M`` and ``L`` are its alignment's): read from the batch's arrays where its Domain records are not
+    made (``source.table_values``: a domain table of 335,889 rows needs none of their 2 x 335,889
+    objects), else from the records."""
+    out: list = [None] * len(hits)
+    groups: dict[int, tuple] = {}
+    for i, h in enumerate(hits):
+        d = h.domains
+        if isinstance(d, DomainList) and hasattr(d._source, "table_values"):
+            g = groups.setdefault(id(d._source), (d._source, [], []))
+            g[1].append(i)
+            g[2].append(d._k)
+        else:
+            out[i] = [_table_values(x) for x in d]
+    for source, at, ks in groups.values():
+        values = source.table_values(ks)
+        for i, v in zip(at, values if values is not None else [None] * len(at)):
+            out[i] = v if v is not None else [_table_values(x) for x in hits[i].domains]
+    return out
+
+
+def _table_values(d: Domain) -> tuple:
+    a = d.alignment
+    return (d.reported, d.included, d.lnP, d.score, d.bias, d.env_from, d.env_to, d.acc, a.hmm_from, a.hmm_to, a.ali_from,
+            a.ali_to, a.M, a.L)
+
+
 class DomainList(Sequence):
     """A hit's domains as a read-only sequence, made from its batch's arrays when first read.
 

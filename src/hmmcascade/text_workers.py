@@ -71,7 +71,8 @@ def _run_text(k: int) -> list[str]:
 
     streams, per_query, runs, header = _JOB
     lo, hi = runs[k]
-    make_domains_of(h for _, qhits in per_query[lo:hi] for h in qhits)  # (this run's records only)
+    if any(getattr(s, "reads_records", True) for s in streams):
+        make_domains_of(h for _, qhits in per_query[lo:hi] for h in qhits)  # (this run's records only)
     return _text(streams, per_query[lo:hi], header and k == 0)
 
 

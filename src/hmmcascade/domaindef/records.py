@@ -23,7 +23,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from ..results import Alignment, AlignmentLines, Domain, DomainList, gc_paused
+from ..results import TABLE_DOMAIN_FIELDS, Alignment, AlignmentLines, Domain, DomainList, gc_paused
 from .alignment import displayed_columns
 from .segments import segment_ranges, segment_starts
 
@@ -366,6 +366,23 @@ class DomainSource:
         records of each batch it touches."""
         with self._lock:
             self._make(ks)
+
+    def table_values(self, ks) -> list[list[tuple]] | None:
+        """Hits ``ks``' domains' values that the tables print, as :func:`~hmmcascade.results.table_domains`
+        gives them, from the arrays (no Domain record made); None where records of this batch are made
+        already (those are then read: what is printed is what they hold) or the arrays lack a value."""
+        with self._lock:
+            dom = self.pds.dom
+            if self._lists is not None or not all(name in dom for name in TABLE_DOMAIN_FIELDS[2:]):
+                return None
+            ks = np.asarray(ks, dtype=np.int64).reshape(-1)
+            nd = self.nd[ks]
+            flag_idx = segment_ranges(self.first[ks], nd)
+            dom_idx = segment_ranges(self.pds.dom_start[self.P[ks]], nd)
+            rows = list(zip(self.reported[flag_idx].tolist(), self.included[flag_idx].tolist(),
+                            *(dom[name][dom_idx].tolist() for name in TABLE_DOMAIN_FIELDS[2:])))
+            end = np.cumsum(nd)
+            return [rows[a:b] for a, b in zip((end - nd).tolist(), end.tolist())]
 
     def _all(self) -> list[list[Domain]]:
         if self._lists is None:
