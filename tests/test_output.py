@@ -312,6 +312,46 @@ def test_query_texts_runs_are_made_in_other_processes_in_order():
     assert run_bounds([5], 8) == [(0, 1)] and run_bounds([], 3) == [(0, 0)]
 
 
+class _SlowPidStream(_PidStream):
+    def lines(self, per_query, header):
+        import time
+
+        time.sleep(0.02)  # (every worker gets runs)
+        return super().lines(per_query, header)
+
+
+class _FailingStream:
+    def lines(self, per_query, header):
+        raise ValueError(f"no text for {per_query[0][0].name}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_text_workers_start_as_a_tree_and_are_all_gone_after(tmp_path):
+    """Seven workers (not a power of two) forked as a doubling tree: seven processes make the runs, in run
+    order, and every one has ended (each waited for) once the text is made or its reader leaves early; a
+    worker's error is raised here as it was raised there."""
+    per_query = [(QueryInfo(f"q{i}"), [None] * 3) for i in range(70)]
+    texts = [t[0].split() for t in query_texts([_SlowPidStream()], per_query, workers=7, min_rows=0)]
+    pids = {int(pid) for pid, _, _ in texts}
+    assert len(pids) == 7 and os.getpid() not in pids
+    assert sum(int(n) for _, n, _ in texts) == 70
+    assert [h for _, _, h in texts] == ["True"] + ["False"] * (len(texts) - 1)
+    assert all(_gone(pid) for pid in pids)
+    early = query_texts([_SlowPidStream()], per_query, workers=7, min_rows=0)
+    first = int(next(early)[0].split()[0])
+    early.close()  # (the caller gone after one run)
+    assert _gone(first)
+    with pytest.raises(ValueError, match="^no text for q"):
+        list(query_texts([_FailingStream()], per_query, workers=4, min_rows=0))
+
+
 def test_sort_hits_follows_hmmer(tmp_path):
     a, b, c = _hit(0, 0, "b", evalue_lnP=-10.0), _hit(0, 1, "a", evalue_lnP=-10.0), _hit(0, 2, "c", evalue_lnP=-20.0)
     c.score = 10.0

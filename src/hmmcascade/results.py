@@ -237,8 +237,8 @@ def make_domains_of(hits) -> None:
 
 
 #: what :func:`table_domains` gives of each domain, in order
-TABLE_DOMAIN_FIELDS = ("reported", "included", "lnP", "score", "bias", "env_from", "env_to", "acc", "hmm_from", "hmm_to",
-                       "ali_from", "ali_to", "M", "L")
+TABLE_DOMAIN_FIELDS = ("reported", "included", "lnP", "score", "bias", "env_from", "env_to", "acc", "hmm_from",
+                       "hmm_to", "ali_from", "ali_to", "M", "L")
 
 
 def table_domains(hits) -> list[list[tuple]]:
@@ -265,8 +265,8 @@ def table_domains(hits) -> list[list[tuple]]:
 
 def _table_values(d: Domain) -> tuple:
     a = d.alignment
-    return (d.reported, d.included, d.lnP, d.score, d.bias, d.env_from, d.env_to, d.acc, a.hmm_from, a.hmm_to, a.ali_from,
-            a.ali_to, a.M, a.L)
+    return (d.reported, d.included, d.lnP, d.score, d.bias, d.env_from, d.env_to, d.acc, a.hmm_from, a.hmm_to,
+            a.ali_from, a.ali_to, a.M, a.L)
 
 
 class DomainList(Sequence):

@@ -8,7 +8,8 @@ tblout of 222,867 hits and 2.1 s for their 335,889 domain rows (``pfamA_like`` x
 into runs of about equal rows and has ``workers`` forked processes each make the text of a run for
 every output at once; this process receives one string per output and run and writes them in query
 order, between the outputs' heads and tails (:class:`~hmmcascade.output.TableStream`).  The text is
-the same characters as one process makes (tested).
+the same characters as one process makes (tested).  The workers fork one another as a doubling tree
+(:class:`_Team`), as a pool forking each from this process would take n forks' time to start the last.
 
 Only where ``fork`` exists and is safe enough: Linux.  The children only read Python objects and
 format text; they run no OpenCL (the search's device is never touched after a fork), collect no
@@ -20,8 +21,10 @@ made here.
 from __future__ import annotations
 
 import os
+import pickle
+import selectors
 import sys
-from collections import deque
+from itertools import islice
 
 __all__ = ["PARALLEL_MIN_ROWS", "query_texts", "run_bounds", "text_workers", "usable_cpus"]
 
@@ -102,9 +105,6 @@ def query_texts(streams, per_query, *, header: bool = True, workers: int = 1, mi
     if workers <= 1 or sum(rows) - len(rows) < min_rows or len(rows) < 2 or not _can_fork():
         yield _text(streams, per_query, header)
         return
-    import multiprocessing
-    from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
-
     runs = run_bounds(rows, workers * RUNS_PER_WORKER)
     workers = min(workers, len(runs))
     if _JOB is not None:
@@ -112,27 +112,136 @@ def query_texts(streams, per_query, *, header: bool = True, workers: int = 1, mi
     _JOB = (list(streams), per_query, runs, header)
     sys.stdout.flush()  # (nothing of this process's buffered text copied into the children)
     sys.stderr.flush()
+    team = None
     try:
-        # (the fork context starts every worker at once, from this thread, before the pool's own thread)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_child_start) as pool:
-            try:
-                todo, pending = iter(range(len(runs))), deque()
-                for k in todo:
-                    pending.append(pool.submit(_run_text, k))
-                    if len(pending) >= 2 * workers:
-                        break
-                while pending:
-                    texts = pending.popleft().result()
-                    for k in todo:
-                        pending.append(pool.submit(_run_text, k))
-                        break
-                    yield texts
-            except BaseException:  # (an error, SIGTERM, the caller gone: the runs not started are dropped)
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-    except BrokenExecutor:
-        raise OSError("a process making the outputs' text ended abnormally (killed, or out of memory); "
-                      "--cpu 0 makes the text in the search's process") from None
+        team = _Team(workers)
+        yield from team.texts(len(runs))
     finally:
+        if team is not None:
+            team.close()
         _JOB = None
+
+
+_BROKEN = ("a process making the outputs' text ended abnormally (killed, or out of memory); "
+           "--cpu 0 makes the text in the search's process")
+
+
+class _Team:
+    """``n`` forked processes making the text of runs (:data:`_JOB`'s), started as a doubling tree: this
+    process forks the first, then every process forks one more each round until there are ``n``, so the
+    last starts after about log2(n) forks' time instead of n (a fork copies the page tables of a search's
+    process: 9-25 ms a fork of 2.3 GB on an H200's host, 2026-11-29).  Run numbers reach them through one
+    pipe, 4 bytes each (a pipe's small writes and reads are whole), at most two a worker ahead of the run
+    written; each answers through a pipe of its own: the run's number and its text, pickled, behind
+    their length."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.jobs_r, self.jobs_w = os.pipe()
+        self.pipes = [os.pipe() for _ in range(n)]
+        self.pid = os.fork()
+        if self.pid == 0:
+            _worker(self)  # (never returns)
+        os.close(self.jobs_r)
+        for r, w in self.pipes:
+            os.close(w)
+        self.open = {r: bytearray() for r, _ in self.pipes}
+
+    def texts(self, nruns: int):
+        """The runs' texts in run order."""
+        todo = iter(range(nruns))
+        self._give(todo, 2 * self.n)
+        done, k = {}, 0
+        with selectors.DefaultSelector() as sel:
+            for fd in self.open:
+                sel.register(fd, selectors.EVENT_READ)
+            while k < nruns:
+                if k in done:
+                    texts = done.pop(k)
+                    k += 1
+                    self._give(todo, 1)
+                    yield texts
+                    continue
+                for key, _ in sel.select():
+                    data = os.read(key.fd, 1 << 20)
+                    if not data:  # (a worker ends only when the runs are all handed out and the pipe closed)
+                        raise OSError(_BROKEN)
+                    self._take(self.open[key.fd], data, done)
+        os.close(self.jobs_w)
+        self.jobs_w = None
+
+    def _give(self, todo, count: int) -> None:
+        for k in islice(todo, count):
+            os.write(self.jobs_w, k.to_bytes(4, "little"))
+
+    @staticmethod
+    def _take(buf: bytearray, data: bytes, done: dict) -> None:
+        buf += data
+        while len(buf) >= 8 and len(buf) >= 8 + int.from_bytes(buf[:8], "little"):
+            size = int.from_bytes(buf[:8], "little")
+            k, texts = pickle.loads(buf[8:8 + size])
+            del buf[:8 + size]
+            if isinstance(texts, BaseException):
+                raise texts
+            done[k] = texts
+
+    def close(self) -> None:
+        """The workers told to end (their pipes closed: a worker reading a run number or writing text then
+        ends) and the first waited for (each waits for those it forked)."""
+        if self.jobs_w is not None:
+            os.close(self.jobs_w)
+            self.jobs_w = None
+        for fd in self.open:
+            os.close(fd)
+        self.open = {}
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _worker(team: _Team) -> None:
+    """A forked text worker's life (:class:`_Team`): its place in the tree, the processes it forks, then
+    runs until the run numbers' pipe closes; it leaves with ``os._exit`` after waiting for its children."""
+    children, code = [], 1
+    try:
+        _child_start()
+        index, step = 0, 1
+        while index + step < team.n:
+            pid = os.fork()
+            if pid == 0:
+                index, children = index + step, []
+            else:
+                children.append(pid)
+            step <<= 1
+        os.close(team.jobs_w)
+        for i, (r, w) in enumerate(team.pipes):
+            os.close(r)
+            if i != index:
+                os.close(w)
+        out = team.pipes[index][1]
+        while True:
+            got = os.read(team.jobs_r, 4)
+            if len(got) < 4:
+                break
+            k = int.from_bytes(got, "little")
+            try:
+                payload = pickle.dumps((k, _run_text(k)), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # (raised again in the search's process)
+                try:
+                    payload = pickle.dumps((k, exc), protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception:
+                    payload = pickle.dumps((k, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            data = memoryview(len(payload).to_bytes(8, "little") + payload)
+            while data:
+                data = data[os.write(out, data):]
+        code = 0
+    except BaseException:  # (the search's process gone: a closed pipe)
+        pass
+    finally:
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        os._exit(code)
