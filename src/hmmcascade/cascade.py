@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
@@ -543,16 +542,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
     total.prebuild_s = cascade.prebuild["seconds"]
     total.memory = {**cascade.memory.as_dict(), "peak_bytes": dev.peak_bytes,
                     "evicted_bytes": dev.evicted_bytes - evicted0, "over_budget_bytes": dev.over_budget_bytes}
-    rep = list(filter(attrgetter("reported"), records))
-
-    def column(name, dtype):
-        return np.fromiter(map(attrgetter(name), rep), dtype=dtype, count=len(rep))
-
-    arrays = Hits(model=column("model", np.int64), target=column("target", np.int64),
-                  score_bits=column("score", np.float64).astype(np.float32), lnP=column("lnP", np.float64),
-                  evalue=column("evalue", np.float64),
-                  fwd_nats=np.zeros(len(rep), dtype=np.float32), filter_nats=np.zeros(len(rep), dtype=np.float32))
-    return SearchResult(hits=arrays, stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
+    return SearchResult(stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
 
 
 @contextmanager
