@@ -25,7 +25,7 @@ from conftest import DEFAULT_HMMS, DEFAULT_SEQS, PYHMMER_DATA
 from hmmcascade.hmmsearch_text import alignment_lines
 from hmmcascade.output import (QueryInfo, TableStream, per_query_hits, sort_hits, write_alignments,
                                write_domtblout, write_pfamtblout, write_streams, write_tblout)
-from hmmcascade.text_workers import query_texts, run_bounds
+from hmmcascade.text_workers import query_texts, reap, run_bounds
 from hmmcascade.results import Alignment, Domain, Hit
 
 TABLES = PYHMMER_DATA / "tables"
@@ -343,10 +343,12 @@ def test_text_workers_start_as_a_tree_and_are_all_gone_after(tmp_path):
     assert len(pids) == 7 and os.getpid() not in pids
     assert sum(int(n) for _, n, _ in texts) == 70
     assert [h for _, _, h in texts] == ["True"] + ["False"] * (len(texts) - 1)
+    reap()
     assert all(_gone(pid) for pid in pids)
     early = query_texts([_SlowPidStream()], per_query, workers=7, min_rows=0)
     first = int(next(early)[0].split()[0])
     early.close()  # (the caller gone after one run)
+    reap()
     assert _gone(first)
     with pytest.raises(ValueError, match="^no text for q"):
         list(query_texts([_FailingStream()], per_query, workers=4, min_rows=0))

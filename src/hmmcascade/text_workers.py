@@ -24,9 +24,10 @@ import os
 import pickle
 import selectors
 import sys
+import threading
 from itertools import islice
 
-__all__ = ["PARALLEL_MIN_ROWS", "query_texts", "run_bounds", "text_workers", "usable_cpus"]
+__all__ = ["PARALLEL_MIN_ROWS", "query_texts", "reap", "run_bounds", "text_workers", "usable_cpus"]
 
 #: below this many hits (the rows of a tblout), the text is made in this process (a fork and its
 #: first pages cost more than formatting that many rows)
@@ -187,17 +188,36 @@ class _Team:
 
     def close(self) -> None:
         """The workers told to end (their pipes closed: a worker reading a run number or writing text then
-        ends) and the first waited for (each waits for those it forked)."""
+        ends) and the first waited for (each waits for those it forked) in a thread of its own: a worker's
+        exit gives back its copy of the search's address space, 0.08 s for the tree of 16 on an H200's
+        host (2026-11-29), while this process writes on (:func:`reap` waits for it)."""
         if self.jobs_w is not None:
             os.close(self.jobs_w)
             self.jobs_w = None
         for fd in self.open:
             os.close(fd)
         self.open = {}
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+        reaper = threading.Thread(target=_wait_for, args=(self.pid,), name="hmmcascade-text-workers", daemon=True)
+        reaper.start()
+        _REAPERS.append(reaper)
+
+
+#: the threads waiting for ended teams of text workers (:meth:`_Team.close`)
+_REAPERS: list = []
+
+
+def _wait_for(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def reap() -> None:
+    """Wait until the text workers of earlier :func:`query_texts` have all ended (a command's exit needs
+    not: they end on their own)."""
+    while _REAPERS:
+        _REAPERS.pop().join()
 
 
 def _worker(team: _Team) -> None:
