@@ -30,7 +30,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -282,16 +282,20 @@ class TableStream:
         """The lines of the next queries (with the table header before the first, if ``header``);
         nothing is written."""
         lines: list[str] = []
-        if self.kind in ("tblout", "domtblout"):  # (the domains' values of every query's hits at once)
-            values = iter(table_domains([h for _, qhits in per_query for h in qhits]))
+        if self.kind in ("tblout", "domtblout"):  # (the domains' values and the biases of every query's hits at once)
+            flat = [h for _, qhits in per_query for h in qhits]
+            values, biases, at = table_domains(flat), _seq_biases(flat), 0
         for q, qhits in per_query:
             if header and self.kind in ("tblout", "domtblout"):
                 lines += (_tblout_head if self.kind == "tblout" else _domtblout_head)(q, qhits)
             header = False
-            if self.kind == "tblout":
-                lines += _tblout_rows(q, qhits, self.Z, [next(values) for _ in qhits])
-            elif self.kind == "domtblout":
-                lines += _domtblout_rows(q, qhits, self.Z, self.domZ, [next(values) for _ in qhits])
+            if self.kind in ("tblout", "domtblout"):
+                end = at + len(qhits)
+                if self.kind == "tblout":
+                    lines += _tblout_rows(q, qhits, self.Z, values[at:end], biases[at:end])
+                else:
+                    lines += _domtblout_rows(q, qhits, self.Z, self.domZ, values[at:end], biases[at:end])
+                at = end
             elif self.kind == "pfamtblout":
                 lines += _pfamtblout_rows(qhits, self.Z, self.inc_by_E)
             else:
@@ -331,20 +335,16 @@ def _tblout_head(q: QueryInfo, qhits) -> list[str]:
 _TBL_ROW = "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d %3d %s"
 
 
-def _tblout_rows(q: QueryInfo, qhits, Z: float, domains) -> list[str]:
-    """``p7_tophits_TabularTargets``' rows of one query (``domains``: :func:`table_domains` of ``qhits``)."""
+def _tblout_rows(q: QueryInfo, qhits, Z: float, domains, biases) -> list[str]:
+    """``p7_tophits_TabularTargets``' rows of one query (``domains``: :func:`table_domains` of ``qhits``,
+    ``biases``: :func:`_seq_biases` of ``qhits``)."""
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
-    shown = [(h, doms) for h, doms in zip(qhits, domains) if h.reported]
-    qname, qacc, exp, row = q.name, q.accession or "-", math.exp, _TBL_ROW
-    out = []
-    for (h, doms), bias in zip(shown, _seq_biases([h for h, _ in shown])):
-        best = doms[h.best_domain]
-        out.append(row % (
-            tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, qname, qaccw, qacc,
-            exp(h.lnP) * Z, h.score, bias, exp(best[2]) * Z, best[3], best[4],
-            h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, len(doms), sum(d[0] for d in doms),
-            sum(d[1] for d in doms), h.target_desc or "-"))
-    return out
+    qname, qacc, exp, row, first, second = q.name, q.accession or "-", math.exp, _TBL_ROW, itemgetter(0), itemgetter(1)
+    return [row % (tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, qname, qaccw, qacc,
+                   exp(h.lnP) * Z, h.score, bias, exp(best[2]) * Z, best[3], best[4],
+                   h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, len(doms), sum(map(first, doms)),
+                   sum(map(second, doms)), h.target_desc or "-")
+            for h, doms, bias in zip(qhits, domains, biases) if h.reported for best in (doms[h.best_domain],)]
 
 
 def _seq_biases(hits) -> list[float]:
@@ -375,15 +375,19 @@ _DOM_ROW = ("%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %
             "%4.2f %s")
 
 
-def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None, domains) -> list[str]:
-    """``p7_tophits_TabularDomains``' rows of one query (``domains``: :func:`table_domains` of ``qhits``)."""
+def _domtblout_rows(q: QueryInfo, qhits, Z: float, domZ: float | None, domains, biases) -> list[str]:
+    """``p7_tophits_TabularDomains``' rows of one query (``domains``: :func:`table_domains` of ``qhits``,
+    ``biases``: :func:`_seq_biases` of ``qhits``)."""
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
     qdomZ = query_domZ(qhits, domZ)
-    shown = [(h, [d for d in doms if d[0]]) for h, doms in zip(qhits, domains) if h.reported]
-    shown = [(h, doms) for h, doms in shown if doms]
     qname, qacc, exp, row = q.name, q.accession or "-", math.exp, _DOM_ROW
     out = []
-    for (h, doms), hit_bias in zip(shown, _seq_biases([h for h, _ in shown])):
+    for h, doms, hit_bias in zip(qhits, domains, biases):
+        if not h.reported:
+            continue
+        doms = [d for d in doms if d[0]]
+        if not doms:
+            continue
         tname, tacc, tdesc, hit_E, score, n = h.target_name, h.target_acc or "-", h.target_desc or "-", \
             exp(h.lnP) * Z, h.score, len(doms)
         for nd, (_, _, lnP, dscore, dbias, env_from, env_to, acc, hmm_from, hmm_to, ali_from, ali_to, M, L) \
