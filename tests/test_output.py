@@ -300,9 +300,17 @@ class _PidStream:
         return [f"{os.getpid()} {len(per_query)} {header}"]
 
 
+class _SlowPidStream(_PidStream):
+    def lines(self, per_query, header):
+        import time
+
+        time.sleep(0.02)  # (every worker gets runs)
+        return super().lines(per_query, header)
+
+
 def test_query_texts_runs_are_made_in_other_processes_in_order():
     per_query = [(QueryInfo(f"q{i}"), [None] * (i % 5 + 1)) for i in range(40)]
-    texts = [t[0].split() for t in query_texts([_PidStream()], per_query, workers=3, min_rows=0)]
+    texts = [t[0].split() for t in query_texts([_SlowPidStream()], per_query, workers=3, min_rows=0)]
     assert len(texts) > 3 and all(int(pid) != os.getpid() for pid, _, _ in texts)
     assert len({pid for pid, _, _ in texts}) > 1  # (several workers)
     assert sum(int(n) for _, n, _ in texts) == 40 and [h for _, _, h in texts] == ["True"] + ["False"] * (len(texts) - 1)
@@ -310,14 +318,6 @@ def test_query_texts_runs_are_made_in_other_processes_in_order():
     assert one == [[f"{os.getpid()} 40 True\n"]]
     assert run_bounds([1, 1, 1, 1], 2) == [(0, 2), (2, 4)] and run_bounds([9, 1, 1, 1], 4) == [(0, 1), (1, 4)]
     assert run_bounds([5], 8) == [(0, 1)] and run_bounds([], 3) == [(0, 0)]
-
-
-class _SlowPidStream(_PidStream):
-    def lines(self, per_query, header):
-        import time
-
-        time.sleep(0.02)  # (every worker gets runs)
-        return super().lines(per_query, header)
 
 
 class _FailingStream:

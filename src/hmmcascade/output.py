@@ -282,7 +282,7 @@ class TableStream:
         """The lines of the next queries (with the table header before the first, if ``header``);
         nothing is written."""
         lines: list[str] = []
-        if self.kind in ("tblout", "domtblout"):  # (the domains' values and the biases of every query's hits at once)
+        if self.kind in ("tblout", "domtblout"):  # (every query's hits' domain values and biases at once)
             flat = [h for _, qhits in per_query for h in qhits]
             values, biases, at = table_domains(flat), _seq_biases(flat), 0
         for q, qhits in per_query:
@@ -339,7 +339,8 @@ def _tblout_rows(q: QueryInfo, qhits, Z: float, domains, biases) -> list[str]:
     """``p7_tophits_TabularTargets``' rows of one query (``domains``: :func:`table_domains` of ``qhits``,
     ``biases``: :func:`_seq_biases` of ``qhits``)."""
     tnamew, taccw, qnamew, qaccw = _table_widths(q, qhits)
-    qname, qacc, exp, row, first, second = q.name, q.accession or "-", math.exp, _TBL_ROW, itemgetter(0), itemgetter(1)
+    qname, qacc, exp, row = q.name, q.accession or "-", math.exp, _TBL_ROW
+    first, second = itemgetter(0), itemgetter(1)  # (a domain's reported and included)
     return [row % (tnamew, h.target_name, taccw, h.target_acc or "-", qnamew, qname, qaccw, qacc,
                    exp(h.lnP) * Z, h.score, bias, exp(best[2]) * Z, best[3], best[4],
                    h.nexpected, h.nregions, h.nclustered, h.noverlaps, h.nenvelopes, len(doms), sum(map(first, doms)),
@@ -351,7 +352,9 @@ def _seq_biases(hits) -> list[float]:
     """:func:`~hmmcascade.hmmsearch_text.seq_bias_bits` of each hit, at once."""
     n = len(hits)
     pre = np.fromiter(map(attrgetter("pre_score"), hits), dtype=np.float64, count=n).astype(np.float32)
-    return (pre - np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n).astype(np.float32)).tolist()
+    score = np.fromiter(map(attrgetter("score"), hits), dtype=np.float64, count=n).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):  # (hits not reported may score -inf: not printed)
+        return (pre - score).tolist()
 
 
 def _domtblout_head(q: QueryInfo, qhits) -> list[str]:

@@ -140,7 +140,12 @@ class _Team:
         self.n = n
         self.jobs_r, self.jobs_w = os.pipe()
         self.pipes = [os.pipe() for _ in range(n)]
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for fd in (self.jobs_r, self.jobs_w, *(fd for pair in self.pipes for fd in pair)):
+                os.close(fd)
+            raise
         if self.pid == 0:
             _worker(self)  # (never returns)
         os.close(self.jobs_r)
@@ -199,7 +204,7 @@ class _Team:
         self.open = {}
         reaper = threading.Thread(target=_wait_for, args=(self.pid,), name="hmmcascade-text-workers", daemon=True)
         reaper.start()
-        _REAPERS.append(reaper)
+        _REAPERS[:] = [t for t in _REAPERS if t.is_alive()] + [reaper]
 
 
 #: the threads waiting for ended teams of text workers (:meth:`_Team.close`)
