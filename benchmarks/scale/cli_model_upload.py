@@ -19,6 +19,8 @@ TABLES = ["msv_cost_u8", "vit_msc_i16", "vit_tsc_i16", "fwd_msc_f32", "fwd_tsc_f
 
 
 def threaded_copy(a, threads: int = 8):
+    """hmmcascade.device.host_copy's way with exactly ``threads`` threads, whatever the array's size and the
+    machine's CPUs (host_copy takes fewer for small arrays and small machines)."""
     import numpy as np
 
     flat = a.reshape(-1)

@@ -258,8 +258,10 @@ def table_domains(hits) -> list[list[tuple]]:
             out[i] = [_table_values(x) for x in d]
     for source, at, ks in groups.values():
         values = source.table_values(ks)
-        for i, v in zip(at, values if values is not None else [None] * len(at)):
-            out[i] = v if v is not None else [_table_values(x) for x in hits[i].domains]
+        if values is None:  # (the batch's records are made: read them)
+            values = [[_table_values(x) for x in hits[i].domains] for i in at]
+        for i, v in zip(at, values):
+            out[i] = v
     return out
 
 

@@ -185,8 +185,10 @@ class _Team:
     @staticmethod
     def _take(buf: bytearray, data: bytes, done: dict) -> None:
         buf += data
-        while len(buf) >= 8 and len(buf) >= 8 + int.from_bytes(buf[:8], "little"):
+        while len(buf) >= 8:
             size = int.from_bytes(buf[:8], "little")
+            if len(buf) < 8 + size:
+                return
             k, texts = pickle.loads(buf[8:8 + size])
             del buf[:8 + size]
             if isinstance(texts, BaseException):
@@ -267,8 +269,5 @@ def _worker(team: _Team) -> None:
         pass
     finally:
         for pid in children:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _wait_for(pid)
         os._exit(code)
