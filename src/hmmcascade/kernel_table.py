@@ -131,8 +131,8 @@ class KernelTable:
         left = np.ones(len(nodes), dtype=bool)
         for v in self.chain(value):
             takes = left if v.max_nodes is None else left & (nodes <= v.max_nodes)
-            if v.is_warp:
-                out |= {(v.program, v.part_of(c)) for c in {warp_width(int(n)) for n in nodes[takes]}}
+            if v.is_warp:  # (the distinct node counts only: 22,194 models have ~1,500, 0.03 s a search's start)
+                out |= {(v.program, v.part_of(c)) for c in {warp_width(int(n)) for n in np.unique(nodes[takes])}}
             else:  # (the non-warp kernels of a program are all in its part 0)
                 out.add((v.program, v.part))
             left &= ~takes

@@ -5,7 +5,7 @@ through the stages of :class:`~hmmcascade.cascade.Cascade` in HMMER's order for 
 (filters: MSV, bias, Viterbi, Forward; then domain definition and null2; then the batch's hit
 records) and overlaps batches so that the device always has work:
 
-* a thread of its own runs the next batch's filters (:data:`FILTER_THREAD`) while the main thread
+* a thread of its own runs the next batches' filters (:data:`FILTER_THREAD`) while the main thread
   drives this batch's domain stage, and a worker thread makes the records of the batch before;
 * without that thread, the device's wait hook starts the next batches' MSV launches
   (:class:`MsvRun`, :data:`BEGUN_AHEAD`, :data:`FILL_DEPTH`) whenever the host waits for a read;
@@ -105,8 +105,12 @@ def taper_once(cuts: list, lengths_sorted: np.ndarray, batch_residues: int) -> l
 
 #: batches whose filters (MSV to Forward) a thread of their own runs ahead of the batch in its domain
 #: stage (0: none; then one thread runs each batch's stages in turn, the device's wait hook starting
-#: later batches' MSV launches in the idle moments)
-FILTER_THREAD = 1
+#: later batches' MSV launches in the idle moments).  Two: the batch after next is filtered while this
+#: batch's domain stage waits on its host steps (the device idled 0.29 s once a batch in the CLI case,
+#: pfamA_like x proteins_dev).  H200, 2026-11-29: that search in one process 5.61 against 5.74 s (means of
+#: four, alternating), the whole command 7.86-8.21 against 8.22-8.50 s (three each); on dev-x10 in earlier
+#: sessions within the noise.  Its cost: one more batch's sequences and filter results on the device
+FILTER_THREAD = 2
 #: batches whose domain stage holds device buffers at once when device memory is short: the one
 #: the device works on and the one whose records the worker thread makes (their envelope results
 #: are read there); then a batch's domain stage waits for the records of the batch this many before
