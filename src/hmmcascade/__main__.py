@@ -23,7 +23,8 @@ atexit.register(_leave)
 
 from .cli import main  # noqa: E402  (after the handler: modules imported now register theirs after it)
 
-code = main()
+_kept: list = []  # (a search's records, sequences and device: left to os._exit, not freed one by one)
+code = main(keep=_kept)
 if not isinstance(code, int):  # (as sys.exit takes it: None is 0, anything else is printed, status 1)
     if code is not None:
         print(code, file=sys.stderr)

@@ -1,0 +1,127 @@
+"""The search command's start and end: the sequences read in a forked process while the device opens, the
+tables' disk writing started while their text is made, the records left to the process's exit."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hmmcascade import cli
+from hmmcascade.cli_common import load_seqs
+from hmmcascade.io import InputError
+from hmmcascade.outfiles import OutputSet, open_output, start_writeback
+
+REPO = Path(__file__).resolve().parents[1]
+HMMS = REPO / "resources" / "pfam35_default.hmm.gz"
+SEQS = REPO / "resources" / "proteins_default.faa.gz"
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux")
+
+
+def _children() -> set[int]:
+    """This process's child processes now (Linux's /proc)."""
+    me = str(os.getpid())
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me and fields[0] != "Z":
+                out.add(int(entry))
+    return out
+
+
+@linux_only
+def test_sequences_read_in_a_child_are_those_read_here():
+    before = _children()
+    read = cli._in_child(cli._load_input, load_seqs, str(SEQS))
+    assert _children() - before  # (a process of its own reads them)
+    got, here = read(), load_seqs(str(SEQS))
+    assert got.names == here.names and got.descriptions == here.descriptions
+    for field in ("lengths", "offsets", "residues"):
+        assert np.array_equal(getattr(got, field), getattr(here, field))
+    assert _children() == before  # (waited for)
+
+
+@linux_only
+def test_a_childs_error_is_raised_where_the_answer_is_taken(tmp_path):
+    bad = tmp_path / "bad.faa"
+    bad.write_text("this is not a sequence file\n")
+    read = cli._in_child(cli._load_input, load_seqs, str(bad))
+    with pytest.raises(InputError, match="bad.faa: not a recognised sequence file format"):
+        read()
+
+
+@linux_only
+def test_a_killed_child_is_an_error_not_an_empty_answer():
+    before = _children()
+    read = cli._in_child(time.sleep, 60)
+    (pid,) = _children() - before
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(OSError, match="ended abnormally"):
+        read()
+
+
+@linux_only
+def test_an_answer_never_taken_leaves_no_process():
+    before = _children()
+    read = cli._in_child(lambda: "x" * (1 << 20))  # (more than a pipe holds: the child waits to write it)
+    assert len(_children() - before) == 1
+    del read  # (the pipe closes: the child's write fails, it ends and is waited for)
+    assert _children() == before
+
+
+def test_tables_written_back_early_are_complete(tmp_path):
+    path = tmp_path / "t.txt"
+    parts = [f"{k} {'abc' * 5000}\n" for k in range(40)]
+    with OutputSet({"t": str(path)}):
+        with open_output(path) as fh:
+            for part in parts:
+                fh.write(part)
+                start_writeback(fh, path)
+        assert not path.exists()  # (put in place when the set commits)
+    assert path.read_text() == "".join(parts)
+    with open_output(tmp_path / "u.txt") as fh:  # (outside a set, and advice on an empty file)
+        start_writeback(fh, tmp_path / "u.txt")
+        fh.write("u\n")
+    assert (tmp_path / "u.txt").read_text() == "u\n"
+
+
+def test_a_streamed_output_is_not_written_back(tmp_path):
+    """Standard output's content goes through a temporary file read back at the end: no advice is
+    given for it (its pages stay), and the text arrives whole."""
+    code = ("import sys; from hmmcascade.outfiles import open_output, start_writeback\n"
+            "with open_output('-') as fh:\n"
+            "    for k in range(30):\n"
+            "        fh.write(str(k) * 4000 + '\\n'); start_writeback(fh, '-')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "".join(str(k) * 4000 + "\n" for k in range(30))
+
+
+def test_the_command_keeps_its_records_for_the_exit(tmp_path):
+    """``main(keep=...)`` (``python -m hmmcascade``) leaves the search's records, sequences and device in
+    ``keep`` for os._exit; the command's outputs are the same as without."""
+    small = tmp_path / "small.faa"
+    small.write_text("".join(">" + r for r in gzip.open(SEQS, "rt").read().split(">")[1:201]))
+    kept: list = []
+    assert cli.main(["search", str(HMMS), str(small), "-o", os.devnull, "--tblout", str(tmp_path / "a.tbl"),
+                     "--quiet"], keep=kept) == 0
+    assert cli.main(["search", str(HMMS), str(small), "-o", os.devnull, "--tblout", str(tmp_path / "b.tbl"),
+                     "--quiet"]) == 0
+    res = kept[0]
+    assert len(res.records) > 0 and len(kept[1]) == 200
+    rows = [line for line in (tmp_path / "a.tbl").read_text().splitlines() if not line.startswith("#")]
+    assert rows == [line for line in (tmp_path / "b.tbl").read_text().splitlines() if not line.startswith("#")]
+    assert len(rows) == sum(h.reported for h in res.records)
