@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
-__all__ = ["OutputError", "OutputSet", "open_output", "write_text", "STDOUT"]
+__all__ = ["OutputError", "OutputSet", "open_output", "start_writeback", "write_text", "STDOUT"]
 
 #: The path that means standard output.
 STDOUT = "-"
@@ -313,6 +313,21 @@ def open_output(path: str | os.PathLike, mode: str = "w") -> Iterator[io.IOBase]
     else:
         pending.finish_writing()
         pending.commit()
+
+
+def start_writeback(fh, path: str | os.PathLike) -> None:
+    """Start writing what :func:`open_output`'s ``fh`` (for ``path``) holds so far to the disk, without
+    waiting (Linux: ``posix_fadvise(DONTNEED)`` starts the writeback of a file's dirty pages, and drops
+    those already written from the page cache), so that the commit's ``fsync`` waits for the last part
+    only: on the CLI case (135 MB of tables) the commit took 0.06-0.1 s, the disk writing while the text
+    is made.  Nothing for a streamed output (standard output, a pipe: its temporary file is read back)."""
+    if not hasattr(os, "posix_fadvise") or _is_streamed(os.fspath(path)):
+        return
+    fh.flush()  # (its error is the write's: open_output names the file)
+    try:
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError:  # (advice only: the commit's fsync writes whatever this did not)
+        pass
 
 
 def _drop(text: io.TextIOWrapper | None, pending: _Pending) -> None:

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import __version__
 from .hmmsearch_text import alignments_head, alignments_query, query_domZ, seq_bias_bits
-from .outfiles import open_output, write_text
+from .outfiles import open_output, start_writeback, write_text
 from .results import Hit, table_domains
 
 __all__ = ["QueryInfo", "query_infos", "sort_hits", "hit_order", "write_tblout", "write_domtblout",
@@ -196,8 +196,9 @@ def write_streams(outputs, per_query, *, workers: int = 1, min_rows: int | None 
             stream.fh.flush()  # (nothing buffered when the workers fork)
         for texts in query_texts(streams, per_query, header=not part, workers=workers,
                                  min_rows=PARALLEL_MIN_ROWS if min_rows is None else min_rows):
-            for stream, text in zip(streams, texts):
+            for (path, stream), text in zip(outputs, texts):
                 stream.add_text(text)
+                start_writeback(stream.fh, path)
         if part is None:
             for stream in streams:
                 stream.close()
