@@ -8,8 +8,8 @@ tblout of 222,867 hits and 2.1 s for their 335,889 domain rows (``pfamA_like`` x
 count, so a worker copies each page of the records it reads, the likely reason why 16 workers' runs took
 8.2 s summed where one process takes ~4 s: H200 host, 2026-11-29; 5.4-6.8 s since e630d60's tighter loops),
 so :func:`query_texts` cuts the queries into runs of about equal rows and has ``workers`` forked processes each
-make the text of a run for every output at once; this process receives one string per output and run and writes them in query
-order, between the outputs' heads and tails (:class:`~hmmcascade.output.TableStream`).  The text is
+make the text of a run for every output at once; this process receives one string per output and run and
+writes them in query order, between the outputs' heads and tails (:class:`~hmmcascade.output.TableStream`).  The text is
 the same characters as one process makes (tested).  The workers fork one another as a doubling tree
 (:class:`_Team`), as a pool forking each from this process would take n forks' time to start the last.
 
