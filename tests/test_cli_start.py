@@ -125,3 +125,26 @@ def test_the_command_keeps_its_records_for_the_exit(tmp_path):
     rows = [line for line in (tmp_path / "a.tbl").read_text().splitlines() if not line.startswith("#")]
     assert rows == [line for line in (tmp_path / "b.tbl").read_text().splitlines() if not line.startswith("#")]
     assert len(rows) == sum(h.reported for h in res.records)
+
+
+def test_a_search_of_pressed_models_imports_no_pyhmmer(tmp_path):
+    """The search's process never imports pyhmmer (84 ms of its imports, psutil's included, on an H200's host):
+    the sequences are read in a forked process, which imports it there; pressed models need none.  Its hits are
+    those of a search of the text models."""
+    pressed = tmp_path / "m.hmmc"
+    assert cli.main(["press", str(HMMS), "-o", str(pressed)]) == 0
+    code = ("import sys; from hmmcascade.cli import main\n"
+            f"code = main(['search', {str(pressed)!r}, {str(SEQS)!r}, '-o', '/dev/null', '--tblout', "
+            f"{str(tmp_path / 'p.tbl')!r}, '--quiet'])\n"
+            "print(code, 'pyhmmer' in sys.modules, 'hmmcascade.press' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0", "False", "False"]
+    assert cli.main(["search", str(HMMS), str(SEQS), "-o", os.devnull, "--tblout", str(tmp_path / "t.tbl"),
+                     "--quiet"]) == 0
+
+    def rows(path):
+        return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+    assert rows(tmp_path / "p.tbl") == rows(tmp_path / "t.tbl") and len(rows(tmp_path / "t.tbl")) == 201

@@ -125,11 +125,12 @@ def shard_arg(text: str) -> tuple[int, int]:
 def load_models(path: str):
     """The ProfileDB of a pressed file, or of a model file read and pressed (large text files in
     parallel, :func:`~hmmcascade.press.press_file`)."""
-    from .press import press_file
     from .profiles import ProfileDB
 
     if path.endswith(".npz") or ProfileDB.is_mapped(path):
         return ProfileDB.load(path)
+    from .press import press_file  # (and pyhmmer with it: a search of pressed models imports neither)
+
     return press_file(path)
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pyhmmer.easel import Alphabet, SequenceFile
-from pyhmmer.plan7 import HMMFile
+
+# (pyhmmer is imported where a file is read: a search's command reads its sequences in a forked process, which
+# imports it there, and needs it nowhere else: 84 ms of the command's imports on an H200's host, psutil's included)
 
 __all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "read_npz", "check_input_file", "open_input",
            "MAX_TARGET_LENGTH"]
@@ -149,6 +150,8 @@ def read_hmms(path: str | os.PathLike) -> list:
     Raises:
         InputError: missing, empty, malformed, or not protein models.
     """
+    from pyhmmer.plan7 import HMMFile
+
     path = Path(path)
     check_input_file(path, "HMM")
     try:
@@ -168,6 +171,8 @@ def read_hmms(path: str | os.PathLike) -> list:
 
 
 def _check_protein(path: Path, hmms) -> None:
+    from pyhmmer.easel import Alphabet
+
     amino = Alphabet.amino()
     for hmm in hmms:
         if hmm.alphabet != amino:
@@ -234,6 +239,8 @@ def read_hmm_sample(path: str | os.PathLike, choose) -> tuple[list, list[int]]:
     chosen = sorted(int(i) for i in choose(lengths))
     text = b"".join(data[spans[i][0]: spans[i][1]] for i in chosen)
     del data
+    from pyhmmer.plan7 import HMMFile
+
     try:
         with HMMFile(io.BytesIO(text)) as fh:
             hmms = list(fh)
@@ -320,6 +327,8 @@ def read_sequences(path: str | os.PathLike) -> SequenceSet:
         InputError: missing, empty or malformed file; nucleotide sequences;
             a sequence longer than HMMER's 100,000-residue limit; no sequences.
     """
+    from pyhmmer.easel import Alphabet, SequenceFile
+
     path = Path(path)
     check_input_file(path, "sequence")
     try:

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyhmmer
 
 from .logf import logf
 
@@ -65,6 +64,13 @@ def pressed_pass_bits(evparams: np.ndarray) -> np.ndarray:
     cols = [stats.pass_thresholds(stats.exp_surv if col == 4 else stats.gumbel_surv, ev[:, col], ev[:, col + 1], F)
             for col, F in PRESSED_PASS_BITS]
     return np.stack(cols, axis=1)  # (pass_thresholds' float32, a row per model)
+
+
+def _pyhmmer_version() -> str:
+    """The pyhmmer that presses (imported here: a search of pressed models never needs it)."""
+    import pyhmmer
+
+    return pyhmmer.__version__
 
 
 def _aligned(nbytes: int) -> int:
@@ -186,7 +192,7 @@ class ProfileDB:
             return self._save_mapped(path)
         arrays = {f: getattr(self, f) for f in self.__dataclass_fields__ if getattr(self, f) is not None}
         arrays["press_version"] = np.int32(_PRESS_VERSION)
-        arrays["pyhmmer_version"] = np.array(pyhmmer.__version__)
+        arrays["pyhmmer_version"] = np.array(_pyhmmer_version())
         with open_output(path, "wb") as fh:
             np.savez(fh, **arrays)
 
@@ -206,7 +212,7 @@ class ProfileDB:
             entries.append({"name": f, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
             arrays.append(a)
             offset += _aligned(a.nbytes)
-        header = json.dumps({"press_version": _PRESS_VERSION, "pyhmmer_version": pyhmmer.__version__,
+        header = json.dumps({"press_version": _PRESS_VERSION, "pyhmmer_version": _pyhmmer_version(),
                              "scalars": scalars, "arrays": entries}).encode()
         start = _aligned(24 + len(header))
         total = start + offset
