@@ -81,6 +81,18 @@ def test_an_answer_never_taken_leaves_no_process():
     assert _children() == before
 
 
+@linux_only
+def test_a_reader_whose_answer_is_dropped_is_stopped_at_once():
+    """A search in parts (--model-parts) drops the sequences' reader started before it knew: the reading does not go
+    on for nothing (here a child that would take a minute)."""
+    before = _children()
+    read = cli._in_child(time.sleep, 60)
+    assert len(_children() - before) == 1
+    t = time.perf_counter()
+    del read
+    assert time.perf_counter() - t < 5 and _children() == before
+
+
 def test_tables_written_back_early_are_complete(tmp_path):
     path = tmp_path / "t.txt"
     parts = [f"{k} {'abc' * 5000}\n" for k in range(40)]

@@ -218,8 +218,7 @@ def _in_child(fn, *args):
     The search reads its sequences so while its device opens and its models load: in a thread, the
     reading (0.46-0.5 s for the 9,366 proteins of the CLI case, 0.12 s alone) waited for the GIL behind
     the OpenCL calls and ended after them, 0.07-0.13 s into the search's start (H200 host, 2026-11-29).
-    If the answer is never asked for, the pipe is closed when the returned function goes and the
-    process then ends."""
+    If the answer is never asked for, the process is stopped (SIGKILL) when the returned function goes."""
     if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
         return _in_thread(fn, *args)
     import pickle
@@ -249,13 +248,15 @@ def _in_child(fn, *args):
     os.close(w)
     state = {"r": r}
 
-    def done(state=state, pid=pid) -> None:  # (the pipe closed, the process waited for: once)
+    def done(stop: bool = False, state=state, pid=pid) -> None:  # (the pipe closed, the process waited for: once)
         fd = state.pop("r", None)
         if fd is not None:
             os.close(fd)
             try:
+                if stop:  # (its answer will never be read: no reading on for nothing)
+                    os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-            except ChildProcessError:
+            except (ChildProcessError, ProcessLookupError):
                 pass
 
     def result():
@@ -273,7 +274,7 @@ def _in_child(fn, *args):
             raise value
         return value
 
-    weakref.finalize(result, done)
+    weakref.finalize(result, done, True)
     return result
 
 
@@ -421,11 +422,14 @@ def cmd_search(args) -> int:
                         inputs=[path for path in (args.hmms, args.seqs) if path != "-"])
     families = read_families(args)
     db = None
+    # the sequences read while the device opens (and while --model-parts chooses, which opens it first; standard
+    # input only once that is known: a search in parts reads them in its parts)
+    read_seqs = _in_child(_load_input, load_seqs, args.seqs) if args.seqs != "-" else None
     if getattr(args, "model_range", None) is None and str(args.model_parts).strip().lower() != "1":
         code, db = _search_as_parts(args, options, paths, th)  # (--model-parts: N processes, or None: this one)
         if code is not None:
-            return code
-    read_seqs = _in_child(_load_input, load_seqs, args.seqs)  # (read while the device opens)
+            return code  # (the reader, never asked, is stopped)
+    read_seqs = read_seqs or _in_child(_load_input, load_seqs, args.seqs)
     dev = device.open_device(args.device, options)
     builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
     db = db if db is not None else _load_input(load_models, args.hmms)
