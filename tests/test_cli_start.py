@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hmmcascade import cli
+from hmmcascade.background import in_child
 from hmmcascade.cli_common import load_seqs
 from hmmcascade.io import InputError
 from hmmcascade.outfiles import OutputSet, open_output, start_writeback
@@ -44,7 +45,7 @@ def _children() -> set[int]:
 @linux_only
 def test_sequences_read_in_a_child_are_those_read_here():
     before = _children()
-    read = cli._in_child(cli._load_input, load_seqs, str(SEQS))
+    read = in_child(cli._load_input, load_seqs, str(SEQS))
     assert _children() - before  # (a process of its own reads them)
     got, here = read(), load_seqs(str(SEQS))
     assert got.names == here.names and got.descriptions == here.descriptions
@@ -57,7 +58,7 @@ def test_sequences_read_in_a_child_are_those_read_here():
 def test_a_childs_error_is_raised_where_the_answer_is_taken(tmp_path):
     bad = tmp_path / "bad.faa"
     bad.write_text("this is not a sequence file\n")
-    read = cli._in_child(cli._load_input, load_seqs, str(bad))
+    read = in_child(cli._load_input, load_seqs, str(bad))
     with pytest.raises(InputError, match="bad.faa: not a recognised sequence file format"):
         read()
 
@@ -65,7 +66,7 @@ def test_a_childs_error_is_raised_where_the_answer_is_taken(tmp_path):
 @linux_only
 def test_a_killed_child_is_an_error_not_an_empty_answer():
     before = _children()
-    read = cli._in_child(time.sleep, 60)
+    read = in_child(time.sleep, 60)
     (pid,) = _children() - before
     os.kill(pid, signal.SIGKILL)
     with pytest.raises(OSError, match="ended abnormally"):
@@ -75,7 +76,7 @@ def test_a_killed_child_is_an_error_not_an_empty_answer():
 @linux_only
 def test_an_answer_never_taken_leaves_no_process():
     before = _children()
-    read = cli._in_child(lambda: "x" * (1 << 20))  # (more than a pipe holds: the child waits to write it)
+    read = in_child(lambda: "x" * (1 << 20))  # (more than a pipe holds: the child waits to write it)
     assert len(_children() - before) == 1
     del read  # (the pipe closes: the child's write fails, it ends and is waited for)
     assert _children() == before
@@ -86,7 +87,7 @@ def test_a_reader_whose_answer_is_dropped_is_stopped_at_once():
     """A search in parts (--model-parts) drops the sequences' reader started before it knew: the reading does not go
     on for nothing (here a child that would take a minute)."""
     before = _children()
-    read = cli._in_child(time.sleep, 60)
+    read = in_child(time.sleep, 60)
     assert len(_children() - before) == 1
     t = time.perf_counter()
     del read
@@ -100,11 +101,11 @@ def test_tables_written_back_early_are_complete(tmp_path):
         with open_output(path) as fh:
             for part in parts:
                 fh.write(part)
-                start_writeback(fh, path)
+                start_writeback(fh)
         assert not path.exists()  # (put in place when the set commits)
     assert path.read_text() == "".join(parts)
     with open_output(tmp_path / "u.txt") as fh:  # (outside a set, and advice on an empty file)
-        start_writeback(fh, tmp_path / "u.txt")
+        start_writeback(fh)
         fh.write("u\n")
     assert (tmp_path / "u.txt").read_text() == "u\n"
 
@@ -115,7 +116,7 @@ def test_a_streamed_output_is_not_written_back(tmp_path):
     code = ("import sys; from hmmcascade.outfiles import open_output, start_writeback\n"
             "with open_output('-') as fh:\n"
             "    for k in range(30):\n"
-            "        fh.write(str(k) * 4000 + '\\n'); start_writeback(fh, '-')\n")
+            "        fh.write(str(k) * 4000 + '\\n'); start_writeback(fh)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert run.returncode == 0, run.stderr

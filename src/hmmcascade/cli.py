@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from .background import in_child
 from .cascade import Thresholds
 from .cli_common import (add_annotations, add_hmmer_tables, add_thresholds, load_models, load_seqs, option_paths,
                          read_families, shard_arg, thresholds)
@@ -186,98 +187,6 @@ def _load_input(load, path: str):
         os.unlink(tmp)
 
 
-def _in_thread(fn, *args):
-    """``fn(*args)`` started in a thread of its own; returns a function that waits for it and gives its
-    answer (or raises its error)."""
-    import threading
-
-    out = {}
-
-    def run():
-        try:
-            out["value"] = fn(*args)
-        except BaseException as exc:  # (raised where the answer is taken)
-            out["error"] = exc
-
-    thread = threading.Thread(target=run, name="hmmcascade-read", daemon=True)
-    thread.start()
-
-    def result():
-        thread.join()
-        if "error" in out:
-            raise out.pop("error")
-        return out["value"]
-
-    return result
-
-
-def _in_child(fn, *args):
-    """``fn(*args)`` run in a forked process of its own (Linux; elsewhere :func:`_in_thread`); returns a
-    function that waits for it and gives its answer, pickled back through a pipe (or raises its error).
-
-    The search reads its sequences so while its device opens and its models load: in a thread, the
-    reading (0.46-0.5 s for the 9,366 proteins of the CLI case, 0.12 s alone) waited for the GIL behind
-    the OpenCL calls and ended after them, 0.07-0.13 s into the search's start (H200 host, 2026-11-29).
-    If the answer is never asked for, the process is stopped (SIGKILL) when the returned function goes."""
-    if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
-        return _in_thread(fn, *args)
-    import pickle
-    import weakref
-
-    r, w = os.pipe()
-    sys.stdout.flush()  # (nothing buffered here written twice)
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # (the child: its answer or its error, then os._exit: no exit handlers of the parent's)
-        code = 1
-        try:
-            os.close(r)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            try:
-                payload = pickle.dumps(("value", fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
-            except BaseException as exc:  # (raised where the answer is taken)
-                try:
-                    payload = pickle.dumps(("error", exc), protocol=pickle.HIGHEST_PROTOCOL)
-                except Exception:
-                    payload = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
-            with os.fdopen(w, "wb") as fh:
-                fh.write(payload)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    state = {"r": r}
-
-    def done(stop: bool = False, state=state, pid=pid) -> None:  # (the pipe closed, the process waited for: once)
-        fd = state.pop("r", None)
-        if fd is not None:
-            os.close(fd)
-            try:
-                if stop:  # (its answer will never be read: no reading on for nothing)
-                    os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ChildProcessError, ProcessLookupError):
-                pass
-
-    def result():
-        chunks = []
-        while True:
-            chunk = os.read(state["r"], 1 << 22)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        done()
-        if not chunks:
-            raise OSError("the process reading an input ended abnormally (killed, or out of memory)")
-        kind, value = pickle.loads(b"".join(chunks))
-        if kind == "error":
-            raise value
-        return value
-
-    weakref.finalize(result, done, True)
-    return result
-
-
 #: search's outputs that a search in parts (--model-parts) makes from its parts' text, and their kinds
 #: (output.TableStream's): HMMER's, written query by query in model order
 PART_TABLES = {"-o": "alignments", "--tblout": "tblout", "--domtblout": "domtblout", "--pfamtblout": "pfamtblout"}
@@ -424,12 +333,12 @@ def cmd_search(args) -> int:
     db = None
     # the sequences read while the device opens (and while --model-parts chooses, which opens it first; standard
     # input only once that is known: a search in parts reads them in its parts)
-    read_seqs = _in_child(_load_input, load_seqs, args.seqs) if args.seqs != "-" else None
+    read_seqs = in_child(_load_input, load_seqs, args.seqs) if args.seqs != "-" else None
     if getattr(args, "model_range", None) is None and str(args.model_parts).strip().lower() != "1":
         code, db = _search_as_parts(args, options, paths, th)  # (--model-parts: N processes, or None: this one)
         if code is not None:
             return code  # (the reader, never asked, is stopped)
-    read_seqs = read_seqs or _in_child(_load_input, load_seqs, args.seqs)
+    read_seqs = read_seqs or in_child(_load_input, load_seqs, args.seqs)
     dev = device.open_device(args.device, options)
     builds.start_workers(dev)  # (a cold machine: the kernel builds' processes start while the inputs load)
     db = db if db is not None else _load_input(load_models, args.hmms)

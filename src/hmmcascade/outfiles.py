@@ -40,6 +40,7 @@ import stat
 import sys
 import tempfile
 import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -280,6 +281,10 @@ class OutputSet:
             self.abort()
 
 
+#: the file object :func:`open_output` gave -> its output (what :func:`start_writeback` needs to know)
+_PENDING_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 @contextmanager
 def open_output(path: str | os.PathLike, mode: str = "w") -> Iterator[io.IOBase]:
     """A file object (text ``"w"`` or binary ``"wb"``) whose content becomes ``path``.
@@ -295,6 +300,7 @@ def open_output(path: str | os.PathLike, mode: str = "w") -> Iterator[io.IOBase]
     path = os.fspath(path)
     pending = _Pending(path)
     text = io.TextIOWrapper(pending.fh, encoding="utf-8", errors="surrogateescape", newline="") if mode == "w" else None
+    _PENDING_OF[text if text is not None else pending.fh] = pending
     try:
         yield text if text is not None else pending.fh
         if text is not None:
@@ -315,17 +321,18 @@ def open_output(path: str | os.PathLike, mode: str = "w") -> Iterator[io.IOBase]
         pending.commit()
 
 
-def start_writeback(fh, path: str | os.PathLike) -> None:
-    """Start writing what :func:`open_output`'s ``fh`` (for ``path``) holds so far to the disk, without
-    waiting (Linux: ``posix_fadvise(DONTNEED)`` starts the writeback of a file's dirty pages, and drops
-    those already written from the page cache), so that the commit's ``fsync`` waits for the last part
-    only: on the CLI case (135 MB of tables) the commit took 0.06-0.1 s, the disk writing while the text
-    is made.  Nothing for a streamed output (standard output, a pipe: its temporary file is read back)."""
-    if not hasattr(os, "posix_fadvise") or _is_streamed(os.fspath(path)):
+def start_writeback(fh) -> None:
+    """Start writing what :func:`open_output`'s ``fh`` holds so far to the disk, without waiting (Linux:
+    ``posix_fadvise(DONTNEED)`` starts the writeback of a file's dirty pages, and drops those already
+    written from the page cache), so that the commit's ``fsync`` waits for the last part only: on the CLI
+    case (135 MB of tables) the commit took 0.06-0.1 s, the disk writing while the text is made.  Nothing
+    for a streamed output (standard output, a pipe: its temporary file is read back) or another file."""
+    pending = _PENDING_OF.get(fh)
+    if pending is None or pending.streamed or not hasattr(os, "posix_fadvise"):
         return
     fh.flush()  # (its error is the write's: open_output names the file)
     try:
-        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(pending.fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     except OSError:  # (advice only: the commit's fsync writes whatever this did not)
         pass
 

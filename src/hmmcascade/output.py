@@ -196,9 +196,9 @@ def write_streams(outputs, per_query, *, workers: int = 1, min_rows: int | None 
             stream.fh.flush()  # (nothing buffered when the workers fork)
         for texts in query_texts(streams, per_query, header=not part, workers=workers,
                                  min_rows=PARALLEL_MIN_ROWS if min_rows is None else min_rows):
-            for (path, stream), text in zip(outputs, texts):
+            for stream, text in zip(streams, texts):
                 stream.add_text(text)
-                start_writeback(stream.fh, path)
+                start_writeback(stream.fh)
         if part is None:
             for stream in streams:
                 stream.close()
@@ -283,14 +283,15 @@ class TableStream:
         """The lines of the next queries (with the table header before the first, if ``header``);
         nothing is written."""
         lines: list[str] = []
-        if self.kind in ("tblout", "domtblout"):  # (every query's hits' domain values and biases at once)
+        table = self.kind in ("tblout", "domtblout")
+        if table:  # (every query's hits' domain values and biases at once)
             flat = [h for _, qhits in per_query for h in qhits]
             values, biases, at = table_domains(flat), _seq_biases(flat), 0
         for q, qhits in per_query:
-            if header and self.kind in ("tblout", "domtblout"):
+            if header and table:
                 lines += (_tblout_head if self.kind == "tblout" else _domtblout_head)(q, qhits)
             header = False
-            if self.kind in ("tblout", "domtblout"):
+            if table:
                 end = at + len(qhits)
                 if self.kind == "tblout":
                     lines += _tblout_rows(q, qhits, self.Z, values[at:end], biases[at:end])

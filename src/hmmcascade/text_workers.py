@@ -29,6 +29,8 @@ import sys
 import threading
 from itertools import islice
 
+from .background import pickled_answer, wait_for
+
 __all__ = ["PARALLEL_MIN_ROWS", "query_texts", "reap", "run_bounds", "text_workers", "usable_cpus"]
 
 #: below this many hits (the rows of a tblout), the text is made in this process (a fork and its
@@ -206,20 +208,13 @@ class _Team:
         for fd in self.open:
             os.close(fd)
         self.open = {}
-        reaper = threading.Thread(target=_wait_for, args=(self.pid,), name="hmmcascade-text-workers", daemon=True)
+        reaper = threading.Thread(target=wait_for, args=(self.pid,), name="hmmcascade-text-workers", daemon=True)
         reaper.start()
         _REAPERS[:] = [t for t in _REAPERS if t.is_alive()] + [reaper]
 
 
 #: the threads waiting for ended teams of text workers (:meth:`_Team.close`)
 _REAPERS: list = []
-
-
-def _wait_for(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
 
 
 def reap() -> None:
@@ -254,13 +249,7 @@ def _worker(team: _Team) -> None:
             if len(got) < 4:
                 break
             k = int.from_bytes(got, "little")
-            try:
-                payload = pickle.dumps((k, _run_text(k)), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # (raised again in the search's process)
-                try:
-                    payload = pickle.dumps((k, exc), protocol=pickle.HIGHEST_PROTOCOL)
-                except Exception:
-                    payload = pickle.dumps((k, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            payload = pickled_answer(k, _run_text, k)  # (an error is raised again in the search's process)
             data = memoryview(len(payload).to_bytes(8, "little") + payload)
             while data:
                 data = data[os.write(out, data):]
@@ -269,5 +258,5 @@ def _worker(team: _Team) -> None:
         pass
     finally:
         for pid in children:
-            _wait_for(pid)
+            wait_for(pid)
         os._exit(code)
