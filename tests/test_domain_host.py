@@ -25,7 +25,7 @@ from hmmcascade.domaindef.envelopes import EnvelopeRescorer
 from hmmcascade.domaindef.null2 import null2_odds_rows
 from hmmcascade.domaindef.numerics import (F32, flogsum, flogsum_f32, kahan_fsum_rows, kahan_fsum_segments,
                                            sequential_fsum)
-from hmmcascade.domaindef.records import EnvelopeResults, PairDomains, PairDomainsBatch, envelope_jobs
+from hmmcascade.domaindef.records import EnvelopeResults, PairDomains, PairDomainsBatch, Regions, envelope_jobs
 from hmmcascade.domaindef.scoring import LOG2, LOG_OMEGA, score_domains
 from hmmcascade.logf import logf
 from hmmcascade.profiles import KP
@@ -154,6 +154,8 @@ def _ref_score(db, doms, n2sum, L, fwdsc, nullsc, mdl, **counts):
 def _ref_block(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, regions, nexpected, ensemble_out, env):
     """The envelope-and-scoring block of DomainEngine.run after the envelope kernel."""
     n = len(pair_seq)
+    if isinstance(regions, Regions):  # (the search's regions, as arrays)
+        regions = regions.lists()
     jobs = []
     for p in range(n):
         for r, (i, j, is_multi) in enumerate(regions[p]):
@@ -450,10 +452,11 @@ def test_skipped_envelopes_and_empty_batches(captured):
                 for a in ref] == [None if b is None else (b.nenvelopes, b.noverlaps, b.seq_score,
                                                           [_domain_dict(d) for d in b.domains]) for b in new]
         assert any(a is not None for a in ref) == (len(drop) < len(env))
-    empty = [[] for _ in regions]
-    out = score_domains(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, empty, nexpected, {},
-                        envelope_jobs(empty, {}), [])
-    assert len(out) == len(pair_seq) and not any(out)
+    assert isinstance(regions, Regions)  # (the search's form)
+    for empty in ([[] for _ in pair_seq], Regions(np.zeros(len(pair_seq), np.int64), np.zeros((0, 3), np.int64))):
+        out = score_domains(db, seqs, pair_seq, pair_model, fwd_nats, null_nats, empty, nexpected, {},
+                            envelope_jobs(empty, {}), [])
+        assert len(out) == len(pair_seq) and not any(out)
     assert cascade.make_hits(db, seqs, np.arange(len(seqs)), cascade.Survivors(None, pair_seq, pair_model, domains=out),
                              cascade.Thresholds(), 2000.0) == []
 

@@ -29,7 +29,8 @@ from hmmcascade import cascade
 from hmmcascade.domaindef import envelopes
 from hmmcascade.domaindef.decode import find_regions
 from hmmcascade.domaindef.engine import DomainEngine
-from hmmcascade.domaindef.records import EnvelopeResults
+from hmmcascade.domaindef.records import EnvelopeResults, Regions, flat_regions
+from hmmcascade.domaindef.segments import lex_order
 from hmmcascade.device_data import DeviceBatch
 from hmmcascade.filters import VIT_WARP_C, warp_runs
 from hmmcascade.io import SequenceSet
@@ -101,6 +102,13 @@ def test_region_overflow_falls_back_to_host(setup, device, default_db, cap):
     assert sum(len(r) > cap for r in ref) > 20  # the fallback was exercised
     assert regions == ref
     assert np.array_equal(_bits(nexpected), _bits(ref_n)) and np.array_equal(_bits(info), _bits(ref_info))
+    # the same regions as arrays (the search's form): from the kernel's rows, or with the host's fallback
+    ref_count, ref_rows = flat_regions(ref)
+    for c in (16, cap):
+        flat, n_flat, _, _ = eng.decoder.decode(batch, ps, pm, region_cap=c, flat=True)
+        assert isinstance(flat, Regions) and flat.rows.dtype == np.int64 and flat.count.dtype == np.int64
+        assert np.array_equal(flat.count, ref_count) and np.array_equal(flat.rows, ref_rows)
+        assert np.array_equal(_bits(n_flat), _bits(ref_n))
 
 
 def _envelope_jobs(eng, batch, ps, pm, regions):
@@ -410,3 +418,12 @@ def test_warp_envelope_sends_long_models_to_wg_and_serial(wg_jobs, device, defau
     for f in ("valid", "envsc", "oasc", "null2", "shown", "ncol"):
         assert np.array_equal(getattr(arr, f), getattr(want, f)), f
     assert all(np.array_equal(a, b) for a, b in zip(arr.cols, want.cols))
+
+
+def test_lex_order_is_lexsorts():
+    rng = np.random.default_rng(7)
+    for n, hi in ((0, 5), (1, 5), (5000, 3), (5000, 40000), (3000, 1 << 40)):
+        keys = tuple(rng.integers(0, hi, n) for _ in range(3))
+        assert np.array_equal(lex_order(keys), np.lexsort(keys))  # (the last: 2^120 spans, lexsort itself)
+    keys = (np.array([3, -1, 2]), np.array([0, 0, 0]))  # (a negative key: lexsort itself)
+    assert np.array_equal(lex_order(keys), np.lexsort(keys))

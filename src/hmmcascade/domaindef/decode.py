@@ -27,6 +27,8 @@ from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from .envelopes import ENVELOPE_WG, env_wg_local_bytes, wg_fits
 from .launches import DomainLaunches
+from .records import Regions, flat_regions
+from .segments import lex_order
 
 __all__ = ["PosteriorDecoder", "find_regions"]
 
@@ -90,13 +92,14 @@ class PosteriorDecoder:
         self.k_parser_warp = WarpKernels(dev, TABLES["decode"].variants[0], enabled=self.path == "warp")
 
     def decode(self, batch: DeviceBatch, pair_seq: np.ndarray, pair_model: np.ndarray, *,
-               region_cap: int = 16, posteriors: bool = False):
+               region_cap: int = 16, posteriors: bool = False, flat: bool = False):
         """Forward/Backward parsers, posterior decoding and the region loop of every pair, on the device.
 
         Returns ``(regions, nexpected, info, post)``:
 
         * ``regions``: per pair the list of ``(i, j, is_multidomain)``, as :func:`find_regions`
-          gives it from the pair's btot, etot, mocc;
+          gives it from the pair's btot, etot, mocc (with ``flat``: the same as
+          :class:`~.records.Regions`' arrays);
         * ``nexpected``: float32 ``btot[L]`` per pair;
         * ``info``: float32 ``[n, 4]``: Forward and Backward parser scores (nats), whether the
           Backward used its own scale factors, whether the decoding overflowed;
@@ -112,7 +115,7 @@ class PosteriorDecoder:
         pair_seq = np.asarray(pair_seq, dtype=np.int64)
         pair_model = np.asarray(pair_model, dtype=np.int64)
         L = batch.seqs.lengths[pair_seq].astype(np.int64)
-        order = np.lexsort((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
+        order = lex_order((L, pair_model, self.db.M[pair_model]))  # a group's lanes: same model, similar L
         Ws = self.launches.padded_nodes[pair_model][order]
         # segments of the sorted jobs: fb_parser_warp<C> per chunk size (c), fb_parser_wg (c = -1) for the
         # models whose rows fit its local memory (sorted by M: a prefix), then fb_parser (c = 0)
@@ -225,11 +228,13 @@ class PosteriorDecoder:
         count = np.minimum(rows[:, 5], region_cap)
         live = np.arange(region_cap)[None, :] < count[:, None]
         ri, rj = rows[:, 6::2][live], rows[:, 7::2][live]
-        flat = list(zip(ri.tolist(), (rj >> 1).tolist(), (rj & 1).astype(bool).tolist()))
-        ends = np.cumsum(count).tolist()
-        regions = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
-        for p, rec in redo:
-            regions[p] = find_regions(rec[:, 0], rec[:, 1], rec[:, 2])
+        regions = Regions(count.astype(np.int64), np.stack([ri, rj >> 1, rj & 1], axis=1).astype(np.int64))
+        if redo or not flat:  # (per pair a list; the pairs with more regions than the kernel's rows hold from the host)
+            regions = regions.lists()
+            for p, rec in redo:
+                regions[p] = find_regions(rec[:, 0], rec[:, 1], rec[:, 2])
+            if flat:
+                regions = Regions(*flat_regions(regions))
         self.launches.cells["decode"] += int((self.db.M[pair_model].astype(np.int64) * L).sum()) * 2
         return regions, fl[:, 4].copy(), np.ascontiguousarray(fl[:, :4]), post
 

@@ -84,7 +84,8 @@ class DomainEngine:
         seqs = batch.seqs
         # ---- [decode block] regions per pair and the expected number of domains
         tm = time.perf_counter()
-        regions, nexpected, info, _ = self.decoder.decode(batch, pair_seq, pair_model)  # nexpected: btot[L]
+        # (regions as arrays: per pair its count, then every region's i, j, is_multidomain)
+        regions, nexpected, info, _ = self.decoder.decode(batch, pair_seq, pair_model, flat=True)  # nexpected: btot[L]
         # the sequence score's Forward score: the decoding's Forward parser, as HMMER's p7_Pipeline scores
         # with the ForwardParser matrix its domain definition decodes (in HMMER's striped order of sums
         # with decode=serial, the CPUs' default, or wg, where the Forward filter's kernels sum in another);

@@ -30,6 +30,7 @@ from ..kernel_table import TABLES, WarpKernels
 from ..options import choose
 from .launches import DomainLaunches
 from .records import EnvelopeResults
+from .segments import lex_order
 
 __all__ = ["ENVELOPE_WG", "EnvelopeRescorer", "env_wg_local_bytes", "wg_fits"]
 
@@ -121,7 +122,7 @@ class EnvelopeRescorer:
                 return results
         Ld = np.asarray(length, dtype=np.int64)
         M = self.db.M[model].astype(np.int64)
-        order = np.lexsort((Ld, model, M))  # a group's lanes: same model, similar length
+        order = lex_order((Ld, model, M))  # a group's lanes: same model, similar length
         Ws, Ls, Ms = self.launches.padded_nodes[model][order], Ld[order], M[order]
         if mode == 1:
             lane_need = (Ls + 1) * (6 * Ws + 24)  # rows of F, B and four sets of specials

@@ -52,7 +52,7 @@ from ..options import choose
 from .easel_random import EaselRandom
 from .ensemble import NSAMPLES, SEED
 from .launches import DomainLaunches
-from .segments import segment_ranges
+from .segments import lex_order, segment_ranges
 from .traces import ModelTables, RegionForward
 from .workers import map_ensembles
 
@@ -254,7 +254,7 @@ class RegionEnsembles:
         if on_device:
             need = need + ensemble_work_ints(Lr, M, segcap, env_cap) + Lr
         # similar regions side by side: a GPU warp's work-items then take similar time
-        order = np.lexsort((M, Lr))[::-1]
+        order = lex_order((M, Lr))[::-1]
 
         results: list = [None] * n
         fallback = []  # (region index, RegionForward)
@@ -283,14 +283,15 @@ class RegionEnsembles:
                 self.dev.instrument.launch("region_ensemble", sec, lambda: M[idx] * Lr[idx])
                 status, envs, n2, n2log = (read() for read in reads[0])
                 n2_off = reads[1]
-                envs = envs.reshape(k, env_cap, 2)
+                envs = envs.reshape(k * env_cap, 2)
                 n2 = n2[: int(Lr[idx].sum())]
                 ok = status >= 0
                 failed = np.flatnonzero(~ok).tolist()
                 good = np.flatnonzero(ok)
                 if len(good):
                     g_reg, g_len, cnt = idx[good], Lr[idx[good]], status[good].astype(np.int64)
-                    e = envs[good][np.arange(env_cap) < cnt[:, None]]  # the envelopes, region after region
+                    # the envelopes, region after region (region t's at rows t env_cap ..)
+                    e = envs[segment_ranges(good * env_cap, cnt)]
                     pairs = list(zip(e[:, 0].tolist(), e[:, 1].tolist()))
                     stop = np.cumsum(cnt).tolist()
                     for r, a, b in zip(g_reg.tolist(), [0] + stop[:-1], stop):

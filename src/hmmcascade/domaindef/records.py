@@ -1,5 +1,6 @@
 """What the domain-definition stages hand each other, and what they give the search.
 
+* :class:`Regions`: the regions of many pairs as arrays (:mod:`.decode`).
 * :class:`EnvelopeJobs` (:func:`envelope_jobs`): the envelopes of a batch in HMMER's order,
   from the regions (:mod:`.decode`) and the multi-domain regions' clusters (:mod:`.multidomain`).
 * :class:`EnvelopeResults`: the envelope kernel's results (:mod:`.envelopes`) as arrays over
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +29,8 @@ from ..results import TABLE_DOMAIN_FIELDS, Alignment, AlignmentLines, Domain, Do
 from .alignment import displayed_columns
 from .segments import segment_ranges, segment_starts
 
-__all__ = ["DomainSource", "EnvelopeJobs", "EnvelopeResults", "PairDomains", "PairDomainsBatch", "envelope_jobs",
-           "flat_regions"]
+__all__ = ["DomainSource", "EnvelopeJobs", "EnvelopeResults", "PairDomains", "PairDomainsBatch", "Regions",
+           "envelope_jobs", "flat_regions"]
 
 F32 = np.float32
 
@@ -48,17 +50,33 @@ class EnvelopeJobs:
         return len(self.pair)
 
 
-def flat_regions(regions: list) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair its number of regions, and all regions as rows ``(i, j, is_multidomain)``, pair after pair."""
+class Regions(NamedTuple):
+    """The regions of many pairs as arrays (:meth:`~.decode.PosteriorDecoder.decode`'s ``flat``)."""
+
+    count: np.ndarray  #: int64, per pair its number of regions
+    rows: np.ndarray  #: int64 [regions, 3]: every region's ``(i, j, is_multidomain)``, pair after pair
+
+    def lists(self) -> list:
+        """Per pair the list of its regions ``(i, j, is_multidomain)`` (int, int, bool)."""
+        rl = list(zip(self.rows[:, 0].tolist(), self.rows[:, 1].tolist(), self.rows[:, 2].astype(bool).tolist()))
+        ends = np.cumsum(self.count).tolist()
+        return [rl[a:b] for a, b in zip([0] + ends[:-1], ends)]
+
+
+def flat_regions(regions: "list | Regions") -> tuple[np.ndarray, np.ndarray]:
+    """Per pair its number of regions, and all regions as rows ``(i, j, is_multidomain)``, pair after pair
+    (``regions``: per pair a list of ``(i, j, is_multidomain)``, or :class:`Regions`)."""
+    if isinstance(regions, Regions):
+        return regions.count, regions.rows
     nreg = np.fromiter(map(len, regions), dtype=np.int64, count=len(regions))
     reg = np.fromiter(chain.from_iterable(chain.from_iterable(regions)), dtype=np.int64, count=3 * int(nreg.sum()))
     return nreg, reg.reshape(-1, 3)
 
 
-def envelope_jobs(regions: list, ensemble_out: dict) -> EnvelopeJobs:
+def envelope_jobs(regions: "list | Regions", ensemble_out: dict) -> EnvelopeJobs:
     """The envelopes to rescore: each single-domain region as is, each multi-domain region's clusters."""
     nreg, reg = flat_regions(regions)
-    pair = np.repeat(np.arange(len(regions), dtype=np.int64), nreg)
+    pair = np.repeat(np.arange(len(nreg), dtype=np.int64), nreg)
     region = np.arange(len(reg), dtype=np.int64) - np.repeat(segment_starts(nreg), nreg)
     multi = np.flatnonzero(reg[:, 2])
     rows = np.ones(len(reg), dtype=np.int64)  # jobs per region: one, or its clusters
@@ -181,11 +199,15 @@ class EnvelopeResults:
 def _take_rows(rows: list, idx: np.ndarray) -> np.ndarray:
     """Rows ``idx`` of the concatenation of ``rows`` ([m, 4] arrays), without concatenating them."""
     out = np.zeros((len(idx), 4), dtype=np.int32)
+    if not len(idx):
+        return out
     ends = np.cumsum([len(r) for r in rows])
     which = np.searchsorted(ends, idx, side="right")
+    by = np.argsort(which, kind="stable")  # idx's positions grouped by array (one pass, not one per array)
+    bounds = np.searchsorted(which[by], np.arange(len(rows) + 1)).tolist()
     for a, r in enumerate(rows):
-        sel = np.flatnonzero(which == a)
-        if len(sel):
+        if bounds[a + 1] > bounds[a]:
+            sel = by[bounds[a]:bounds[a + 1]]
             out[sel] = r[idx[sel] - (ends[a] - len(r))]
     return out
 

@@ -28,7 +28,7 @@ from ..results import AlignmentLines
 from .alignment import alignment_lines, display_tables
 from .null2 import Null2Pieces, null2_odds_rows, null2_sums_host
 from .numerics import flogsum_f32, sequential_fsum
-from .records import EnvelopeJobs, EnvelopeResults, PairDomainsBatch, flat_regions
+from .records import EnvelopeJobs, EnvelopeResults, PairDomainsBatch, Regions, flat_regions
 from .segments import segment_starts
 
 __all__ = ["LOG2", "LOG_OMEGA", "score_domains", "sequence_scores"]
@@ -39,7 +39,7 @@ LOG_OMEGA = math.log(float(F32(1.0 / 256.0)))  # log(bg->omega), double
 
 
 def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
-                  null_nats: np.ndarray, regions: list, nexpected: np.ndarray, ensemble_out: dict,
+                  null_nats: np.ndarray, regions: "list | Regions", nexpected: np.ndarray, ensemble_out: dict,
                   jobs: EnvelopeJobs, env: list, null2=None) -> PairDomainsBatch:
     """Everything after the envelope kernel, for all pairs of a batch at once (p7_domaindef's
     per-envelope bookkeeping, p7_alidisplay_Create, and the end of p7_Pipeline).
