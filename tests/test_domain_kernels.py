@@ -427,3 +427,22 @@ def test_lex_order_is_lexsorts():
         assert np.array_equal(lex_order(keys), np.lexsort(keys))  # (the last: 2^120 spans, lexsort itself)
     keys = (np.array([3, -1, 2]), np.array([0, 0, 0]))  # (a negative key: lexsort itself)
     assert np.array_equal(lex_order(keys), np.lexsort(keys))
+
+
+def test_region_chunks_fill_the_budget():
+    from hmmcascade.domaindef.multidomain import _chunks
+
+    def greedy(need, budget):  # (job after job: the loop it replaces)
+        n, start = len(need), 0
+        while start < n:
+            total, end = 0, start
+            while end < n and (end == start or total + int(need[end]) <= budget):
+                total += int(need[end])
+                end += 1
+            yield start, end
+            start = end
+
+    rng = np.random.default_rng(3)
+    for need, budget in ((rng.integers(0, 100, 500), 250), (rng.integers(0, 3, 300), 4), (np.zeros(5, int), 0),
+                         (rng.integers(50, 100, 40), 10), (np.zeros(0, int), 10)):
+        assert list(_chunks(need, budget)) == list(greedy(need, budget))

@@ -174,3 +174,33 @@ def test_with_cutoffs_a_record_kept_for_the_margin_gets_its_domains_flags_with_i
     ref = {(h.model, h.target): h for h in base.records}[(best.model, best.target)]
     assert [(d.reported, d.included) for d in hit.domains] == [(d.reported, d.included) for d in ref.domains]
     assert any(d.reported for d in hit.domains)
+
+
+def test_each_batchs_own_flags_are_the_ones_made_at_the_end(default_db, default_seqs, device, monkeypatch):
+    """With the decoding's warp kernels (rescore on, also on a CPU device) the records thread flags each
+    batch's records by their own values (own_uncertain): the rescoring then flags the same records as when
+    it makes every test from the columns at the end, and the search prints the exact decoding's rows (the
+    records it did not flag keep the warp kernels' last bits, which no printed value shows)."""
+    seen = []
+    real = rescore.rescore_records
+
+    def spy(casc, seqs, records, keys, cols, th, Z, mode):
+        assert mode == "on" and "uncertain" in cols and len(keys) > 1  # (several batches' flags)
+        bare = {k: v for k, v in cols.items() if k not in ("uncertain", "key_lo", "key_hi")}
+        seen.append((rescore._uncertain(cols, th, Z, casc.db), rescore._uncertain(bare, th, Z, casc.db)))
+        return real(casc, seqs, records, keys, cols, th, Z, mode)
+
+    monkeypatch.setattr(cascade, "rescore_records", spy)
+    th = Thresholds(Z=2000)
+    fast = cascade.search(default_db, default_seqs, device, th,
+                          options=SearchOptions(decode="warp", batch_residues=60_000))
+    assert len(seen) == 1 and np.array_equal(*seen[0]) and seen[0][0].any()
+    monkeypatch.setattr(cascade, "rescore_records", real)
+    exact = cascade.search(default_db, default_seqs, device, th, options=SearchOptions(batch_residues=60_000))
+    assert _printed(fast) == _printed(exact)
+
+
+def _printed(res):
+    """Every record's values as the tables print them, in order, with its domains' values."""
+    return [(h.model, h.target, f"{h.score:.1f}", f"{h.bias:.1f}", f"{h.evalue:.2g}", h.reported, h.included,
+             f"{h.nexpected:.1f}", r[-1]) for h, r in zip(res.records, _rows(res))]

@@ -36,7 +36,7 @@ from .builds import prebuild
 from .kernel_table import search_parts
 from .device import Device
 from .domaindef.engine import DomainEngine
-from .rescore import near_threshold, relaxed_scores, rescore_records, unreported_dropped
+from .rescore import near_threshold, own_uncertain, relaxed_scores, rescore_records, unreported_dropped
 from .device_data import DeviceBatch, DeviceModels
 from .filters import BiasFilter, ForwardFilter, ViterbiFilter, union_seconds
 from .msv_filter import MsvFilter
@@ -497,6 +497,8 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         out.scored_domains()
         keys = {}
         hits = make_hits(db, seqs, index, out, th, Z, keys=keys, relaxed=None if rescore == "off" else relaxed_scores)
+        if rescore == "on" and "fwd" in keys:  # the rescoring's tests of each record alone, here (the order's: at the end)
+            keys.update(own_uncertain(keys, th, Z, db))
         lines = getattr(out.scored_domains(), "lines", None)
         if alignment_text and hits and lines is not None:
             lines.built()  # (the text now; the columns it is made from go)

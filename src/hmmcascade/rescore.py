@@ -40,7 +40,7 @@ from .profiles import CUTOFF_COLUMNS
 from .reporting import passes_threshold
 
 __all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "near_threshold",
-           "relaxed_scores", "rescore_records", "unreported_dropped"]
+           "own_uncertain", "relaxed_scores", "rescore_records", "unreported_dropped"]
 
 F32 = np.float32
 #: the Forward score's rounding assumed (nats): MARGIN_ULPS units in the last place of the float32 score
@@ -107,8 +107,11 @@ def _flags(score, lnP, Z, th, cut_seq, exp=None):
     return rep, rep & passes_threshold(score, ev, th.incT, th.incE)
 
 
-def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
-    """The records whose printed values, flags or order could differ within the margin (a mask)."""
+def own_uncertain(cols: dict, th, Z: float, db, inc_by_E: bool | None = None) -> dict:
+    """The records whose own printed values or flags could differ within the margin, and the interval
+    of each one's sort key (:func:`_uncertain` less the order test; the search makes them batch after
+    batch, in its records thread): ``{"uncertain": mask, "key_lo": ..., "key_hi": ...}``.  ``inc_by_E``: the
+    records sort by E-value (default: as the thresholds say), else by score."""
     parts = {k: cols[k] for k in PART_NAMES}
     m = cols["model"]
     ev = db.evparams[m].astype(np.float64)
@@ -127,10 +130,25 @@ def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool) -> np.ndarray:
     e = NEXP_MARGIN * np.maximum(1.0, np.abs(nexp))
     flag |= _one_decimal(nexp - e) != _one_decimal(nexp + e)
     flag |= _two_digits(np.exp(p0) * Z) != _two_digits(np.exp(p1) * Z)
-    # the order within a model: sort keys whose intervals overlap a neighbour's (and differ from it)
-    lo, hi = (np.minimum(p0, p1), np.maximum(p0, p1)) if inc_by_E else \
+    # the interval of the sort key within a model (E-value's lnP, or -score)
+    lo, hi = (np.minimum(p0, p1), np.maximum(p0, p1)) if _inc_by_E(th, inc_by_E) else \
         (-np.maximum(s0, s1).astype(np.float64), -np.minimum(s0, s1).astype(np.float64))
-    key = cols["lnP"] if inc_by_E else -cols["score"]
+    return {"uncertain": flag, "key_lo": lo, "key_hi": hi}
+
+
+def _inc_by_E(th, given: bool | None = None) -> bool:
+    return (th.cut is None and th.incT is None) if given is None else given
+
+
+def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool | None = None) -> np.ndarray:
+    """The records whose printed values, flags or order could differ within the margin (a mask):
+    :func:`own_uncertain` (the columns' own where the batches made them), and the records whose sort
+    key's interval overlaps a neighbour's within its model (and differs from it)."""
+    own = {k: cols[k] for k in ("uncertain", "key_lo", "key_hi")} if "uncertain" in cols else \
+        own_uncertain(cols, th, Z, db, inc_by_E)
+    flag, lo, hi = own["uncertain"].copy(), own["key_lo"], own["key_hi"]
+    m = cols["model"]
+    key = cols["lnP"] if _inc_by_E(th, inc_by_E) else -cols["score"]
     order = np.lexsort((key, m))
     a, b = order[:-1], order[1:]
     near = (m[a] == m[b]) & (lo[b] <= hi[a]) & (key[a] != key[b])
@@ -175,8 +193,7 @@ def rescore_records(cascade, seqs, records: list, keys: list, cols: dict | None,
     if mode == "off" or not records or cols is None or "fwd" not in cols or len(cols["model"]) != len(records):
         return out  # (a batch without key columns: records made from PairDomains lists)
     parts_of = [k for k in keys if k]
-    inc_by_E = th.cut is None and th.incT is None
-    flag = np.ones(len(records), dtype=bool) if mode == "all" else _uncertain(cols, th, Z, cascade.db, inc_by_E)
+    flag = np.ones(len(records), dtype=bool) if mode == "all" else _uncertain(cols, th, Z, cascade.db)
     idx = np.flatnonzero(flag)
     out["flagged"] = len(idx)
     if not len(idx):

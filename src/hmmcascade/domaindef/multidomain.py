@@ -105,13 +105,12 @@ def _forward_floats(L: np.ndarray, W: np.ndarray) -> np.ndarray:
 
 
 def _chunks(need: np.ndarray, budget: int):
-    """Consecutive index ranges whose summed need fits ``budget`` (at least one job each)."""
+    """Consecutive index ranges whose summed need fits ``budget`` (at least one job each; each as long as
+    the budget allows)."""
     n, start = len(need), 0
+    cum = np.concatenate([[0], np.cumsum(np.asarray(need, dtype=np.int64))])
     while start < n:
-        total, end = 0, start
-        while end < n and (end == start or total + int(need[end]) <= budget):
-            total += int(need[end])
-            end += 1
+        end = max(start + 1, int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1)
         yield start, end
         start = end
 
