@@ -252,6 +252,7 @@ def test_reported_counts_from_the_flag_arrays(default_db, default_seqs, device, 
     if cut is not None:  # (a fresh search: the counts made no Domain objects)
         assert all(h.domains._source._lists is None for h in res.records)
     assert counts == (sum(h.reported for h in res.records), sum(h.nreported for h in res.records if h.reported))
+    assert res.counts == counts and res.reported_counts() == counts  # (the search's own, from its columns)
     assert counts[0] > 50 and counts[1] > counts[0] * (1.5 if cut is None else 0.9)
     plain = [copy.copy(h) for h in res.records]  # (domains as plain lists of records: counted one by one)
     for h in plain:

@@ -48,7 +48,7 @@ def test_cli_trace_times_the_commands_functions(tmp_path):
     rows = [line.split() for line in r.stderr.splitlines() if re.match(r" +[\d.]+ +[\d.]+ +[\d.]+  \S", line)]
     spans = {row[3]: (float(row[0]), float(row[1])) for row in rows}
     for name in ("cli.cmd_search", "device.open_device", "cli_common.load_models", "cascade.search",
-                 "scheduler.run_batches", "output.write_streams", "results.reported_counts"):
+                 "scheduler.run_batches", "output.write_streams", "search_result.SearchResult.reported_counts"):
         assert name in spans, r.stderr[-2000:]
     starts = [float(row[0]) for row in rows]
     assert starts == sorted(starts)

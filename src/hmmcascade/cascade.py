@@ -539,12 +539,22 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         tm = dev.instrument.mark("threshold", tm)
         records = sort_hits(records, th, keys=None if None in keys else (keys, seqs))
         records = unreported_dropped(records)  # (kept for the rescoring only)
+        counts = _reported_counts(records, cols)
         dev.instrument.mark("sort", tm)
     total.wall_s = time.perf_counter() - t_start
     total.prebuild_s = cascade.prebuild["seconds"]
     total.memory = {**cascade.memory.as_dict(), "peak_bytes": dev.peak_bytes,
                     "evicted_bytes": dev.evicted_bytes - evicted0, "over_budget_bytes": dev.over_budget_bytes}
-    return SearchResult(stats=total, Z=Z, thresholds=th, device=dev.name, records=records)
+    return SearchResult(stats=total, Z=Z, thresholds=th, device=dev.name, records=records, counts=counts)
+
+
+def _reported_counts(records: list, cols: dict | None) -> tuple[int, int] | None:
+    """(reported hits, reported domains) of the search's records (all reported), from the batches' domain flags
+    (threshold_hits leaves no domain of an unreported hit reported); None where the records' domains
+    are not all the batches' arrays."""
+    if cols is None or "sources" not in cols or not all(hasattr(src, "reported") for src in cols["sources"]):
+        return None
+    return len(records), sum(int(src.reported.sum()) for src in cols["sources"])
 
 
 @contextmanager

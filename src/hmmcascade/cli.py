@@ -316,7 +316,7 @@ def cmd_search(args) -> int:
     from . import builds, cascade, device
     from .output import pipeline_summary, progress_printer, write_json
     from .columnar import write_hit_file
-    from .results import reported_counts, save_hits
+    from .results import save_hits
 
     started_at = time.time()
     th = thresholds(args)
@@ -375,7 +375,7 @@ def cmd_search(args) -> int:
         if folder is not None:  # (last: the folder is put in place whole when written)
             write_hit_file(folder, res.records, meta, parts=args.hits_parts)
     print(pipeline_summary(stats, res.Z, res.device, th), file=sys.stderr)
-    n_rep, n_dom = reported_counts(res.records)
+    n_rep, n_dom = res.reported_counts()
     print(f"# {n_rep} reported hits, {n_dom} reported domains", file=sys.stderr)
     rs = stats.get("rescored") or {}
     if rs.get("flagged") or stats.get("rescored_f3"):

@@ -115,6 +115,17 @@ class SearchResult:
     device: str
     records: list = field(default_factory=list)  #: every hit record (reported or not), with domains
     _hits: Hits | None = field(default=None, repr=False)
+    #: (reported hits, reported domains) as the search counted them from its flag arrays; None: count the records
+    counts: tuple | None = field(default=None, repr=False)
+
+    def reported_counts(self) -> tuple[int, int]:
+        """(reported hits, reported domains of reported hits): :attr:`counts`, or
+        :func:`~hmmcascade.results.reported_counts` of the records."""
+        if self.counts is not None:
+            return self.counts
+        from .results import reported_counts
+
+        return reported_counts(self.records)
 
     @property
     def hits(self) -> Hits:
