@@ -19,6 +19,9 @@ either end differs recomputes the Forward score with ``fb_parser_wg`` (HMMER's o
 ``fb_parser`` for models whose rows do not fit its local memory) on a small batch of those targets,
 then the record's scores, E-value and flags from it.  The records' batches kept hits that may
 become reportable so (:func:`relaxed_scores`); those that stay unreported are dropped after the sort.
+The tests of each record alone (:func:`own_uncertain`: Z and the thresholds are known from the start)
+are made batch after batch in the search's records thread; only the order test, which compares a
+record with its model's other hits, waits for the search's end.
 
 The Forward filter's decision (F3) is HMMER's on the same Forward parser's score, which the filter's
 kernels (``forward_warp<C>`` on GPUs, ``forward_filter`` on CPUs) also sum in their own order: the pairs
