@@ -25,7 +25,8 @@ from hmmcascade.domaindef.envelopes import EnvelopeRescorer
 from hmmcascade.domaindef.null2 import null2_odds_rows
 from hmmcascade.domaindef.numerics import (F32, flogsum, flogsum_f32, kahan_fsum_rows, kahan_fsum_segments,
                                            sequential_fsum)
-from hmmcascade.domaindef.records import EnvelopeResults, PairDomains, PairDomainsBatch, Regions, envelope_jobs
+from hmmcascade.domaindef.records import (EnsembleResults, EnvelopeResults, PairDomains, PairDomainsBatch, Regions,
+                                         envelope_jobs)
 from hmmcascade.domaindef.scoring import LOG2, LOG_OMEGA, score_domains
 from hmmcascade.logf import logf
 from hmmcascade.profiles import KP
@@ -705,3 +706,15 @@ def test_h74_workaround_on_key_columns_equals_per_record():
         assert got[name].tolist() == [getattr(d, name) for d in doms_all], name
     assert 0 < sum(not d.reported for d in doms_all) < len(doms_all)
     assert any(not d.reported and h.noverlaps for h in hits for d in h.domains if h.included)
+
+
+def test_ensemble_results_are_the_dict_they_replace():
+    flat, pair, number = np.array([1, 4, 5, 9]), np.array([0, 2, 2, 5]), np.array([1, 0, 1, 2])
+    res = [(np.full(k + 1, k, F32), [(k, k + 1)]) for k in range(4)]
+    ens = EnsembleResults(flat, pair, number, res)
+    assert dict(ens) == dict(zip(zip(pair.tolist(), number.tolist()), res)) and len(ens) == 4
+    assert ens[(2, 1)] is res[2] and ens.of_flat(np.array([4, 9])) == [res[1], res[3]] and ens.of_flat([]) == []
+    for missing in ([3], [10]):
+        with pytest.raises(KeyError):
+            ens.of_flat(np.array(missing))
+    assert len(EnsembleResults(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), [])) == 0

@@ -108,6 +108,29 @@ def test_margin_flags_thresholds_neighbours_and_domain_counts():
     assert rescore._uncertain(cols, Thresholds(E=1e9), Z, db, True).tolist() == [True, False]
 
 
+def test_neighbours_flagged_within_each_model_whatever_the_records_order():
+    """The order test over many models (a record's neighbours in its model's key order), the records shuffled:
+    the pairs a reference walk over each model's sorted keys finds, no more."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    bits = np.round(rng.uniform(25.0, 60.0, n), 1) + 0.02  # (far from every printed digit's boundary)
+    close = rng.choice(n, 200, replace=False)
+    bits[close[:100]] = bits[close[100:]] + 3e-6  # (pairs within the margin of each other)
+    model = rng.integers(0, 4, n)
+    model[close[:100]] = model[close[100:]]  # (each pair in one model)
+    cols, db = _columns(_fwd_for_score(bits), model=model)
+    flag = rescore._uncertain(cols, Thresholds(E=1e9), 1000.0, db, True)
+    own = rescore.own_uncertain(cols, Thresholds(E=1e9), 1000.0, db, True)
+    want = own["uncertain"].copy()
+    for mdl in range(4):
+        idx = np.flatnonzero(model == mdl)
+        idx = idx[np.argsort(cols["lnP"][idx], kind="stable")]
+        for a, b in zip(idx[:-1], idx[1:]):
+            if own["key_lo"][b] <= own["key_hi"][a] and cols["lnP"][a] != cols["lnP"][b]:
+                want[a] = want[b] = True
+    assert np.array_equal(flag, want) and want.sum() >= 100 and not own["uncertain"][close].all()
+
+
 def test_relaxed_scores_bound_the_score_from_above():
     cols, _ = _columns(_fwd_for_score([12.0, 250.0, 900.0]))
     parts = {k: cols[k] for k in rescore.PART_NAMES}

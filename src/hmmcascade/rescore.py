@@ -152,7 +152,9 @@ def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool | None = None) -> np
     flag, lo, hi = own["uncertain"].copy(), own["key_lo"], own["key_hi"]
     m = cols["model"]
     key = cols["lnP"] if _inc_by_E(th, inc_by_E) else -cols["score"]
-    order = np.lexsort((key, m))
+    order = np.argsort(key, kind="stable")  # (np.lexsort((key, m))'s order: a radix sort of 16-bit models last)
+    mk = m.astype(np.int16) if len(m) and int(m.min()) >= 0 and int(m.max()) < (1 << 15) else m
+    order = order[np.argsort(mk[order], kind="stable")]
     a, b = order[:-1], order[1:]
     near = (m[a] == m[b]) & (lo[b] <= hi[a]) & (key[a] != key[b])
     flag[a[near]] = True

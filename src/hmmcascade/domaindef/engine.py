@@ -31,7 +31,7 @@ from .decode import PosteriorDecoder
 from .envelopes import EnvelopeRescorer
 from .launches import DomainLaunches
 from .null2 import Null2Sums, null2_sums_host
-from .records import PairDomains, envelope_jobs, flat_regions
+from .records import EnsembleResults, PairDomains, envelope_jobs, flat_regions
 from .multidomain import RegionEnsembles
 from .scoring import score_domains
 from .segments import segment_starts
@@ -98,12 +98,10 @@ class DomainEngine:
         # regions the kernel flags, or all with the option ensemble="python", on the host (workers)
         nreg, reg = flat_regions(regions)
         mr = np.flatnonzero(reg[:, 2])  # the multi-domain regions (flat numbers)
-        ensemble_out = {}
-        if len(mr):
-            mp = np.repeat(np.arange(n, dtype=np.int64), nreg)[mr]
-            res = self.ensembles.run(batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
-                                     reg[mr, 0], reg[mr, 1])
-            ensemble_out = dict(zip(zip(mp.tolist(), (mr - segment_starts(nreg)[mp]).tolist()), res))
+        mp = np.repeat(np.arange(n, dtype=np.int64), nreg)[mr]
+        res = self.ensembles.run(batch, np.asarray(pair_seq)[mp], np.asarray(pair_model)[mp],
+                                 reg[mr, 0], reg[mr, 1]) if len(mr) else []
+        ensemble_out = EnsembleResults(mr, mp, mr - segment_starts(nreg)[mp], res)
         tm = self.launches.dev.instrument.mark("dom.ensemble", tm)
 
         # ---- [envelope and scoring block]

@@ -1,6 +1,7 @@
 """What the domain-definition stages hand each other, and what they give the search.
 
-* :class:`Regions`: the regions of many pairs as arrays (:mod:`.decode`).
+* :class:`Regions`: the regions of many pairs as arrays (:mod:`.decode`); :class:`EnsembleResults`: the
+  multi-domain regions' clusterings (:mod:`.multidomain`).
 * :class:`EnvelopeJobs` (:func:`envelope_jobs`): the envelopes of a batch in HMMER's order,
   from the regions (:mod:`.decode`) and the multi-domain regions' clusters (:mod:`.multidomain`).
 * :class:`EnvelopeResults`: the envelope kernel's results (:mod:`.envelopes`) as arrays over
@@ -17,7 +18,7 @@ is_multidomain)``, residues 1-based and inclusive.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -29,8 +30,8 @@ from ..results import TABLE_DOMAIN_FIELDS, Alignment, AlignmentLines, Domain, Do
 from .alignment import displayed_columns
 from .segments import segment_ranges, segment_starts
 
-__all__ = ["DomainSource", "EnvelopeJobs", "EnvelopeResults", "PairDomains", "PairDomainsBatch", "Regions",
-           "envelope_jobs", "flat_regions"]
+__all__ = ["DomainSource", "EnsembleResults", "EnvelopeJobs", "EnvelopeResults", "PairDomains", "PairDomainsBatch",
+           "Regions", "envelope_jobs", "flat_regions"]
 
 F32 = np.float32
 
@@ -63,6 +64,41 @@ class Regions(NamedTuple):
         return [rl[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 
+class EnsembleResults(Mapping):
+    """The multi-domain regions' clusterings, ``(n2sc[i..j], [(i2, j2), ...])`` each
+    (:meth:`~.multidomain.RegionEnsembles.run`'s results), in the regions' flat order; as a mapping keyed by
+    ``(pair, region number within the pair)``.  :meth:`of_flat` takes them by flat region numbers in order,
+    without a key per region."""
+
+    def __init__(self, flat: np.ndarray, pair: np.ndarray, number: np.ndarray, results: list):
+        self.flat = np.asarray(flat, dtype=np.int64)  #: the regions' flat numbers, ascending
+        self.pair, self.number, self.results = pair, number, results
+        self._keys = None
+
+    def _index(self) -> dict:
+        if self._keys is None:
+            self._keys = dict(zip(zip(np.asarray(self.pair).tolist(), np.asarray(self.number).tolist()),
+                                  range(len(self.results))))
+        return self._keys
+
+    def __getitem__(self, key):
+        return self.results[self._index()[key]]
+
+    def __iter__(self):
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def of_flat(self, flat: np.ndarray) -> list:
+        """The results of the regions with these flat numbers (each one of :attr:`flat`), in that order."""
+        flat = np.asarray(flat, dtype=np.int64)
+        pos = np.searchsorted(self.flat, flat)
+        if len(flat) and (int(pos.max()) >= len(self.flat) or not np.array_equal(self.flat[pos], flat)):
+            raise KeyError("a region without a clustering")
+        return list(map(self.results.__getitem__, pos.tolist()))
+
+
 def flat_regions(regions: "list | Regions") -> tuple[np.ndarray, np.ndarray]:
     """Per pair its number of regions, and all regions as rows ``(i, j, is_multidomain)``, pair after pair
     (``regions``: per pair a list of ``(i, j, is_multidomain)``, or :class:`Regions`)."""
@@ -73,14 +109,15 @@ def flat_regions(regions: "list | Regions") -> tuple[np.ndarray, np.ndarray]:
     return nreg, reg.reshape(-1, 3)
 
 
-def envelope_jobs(regions: "list | Regions", ensemble_out: dict) -> EnvelopeJobs:
+def envelope_jobs(regions: "list | Regions", ensemble_out: "dict | EnsembleResults") -> EnvelopeJobs:
     """The envelopes to rescore: each single-domain region as is, each multi-domain region's clusters."""
     nreg, reg = flat_regions(regions)
     pair = np.repeat(np.arange(len(nreg), dtype=np.int64), nreg)
     region = np.arange(len(reg), dtype=np.int64) - np.repeat(segment_starts(nreg), nreg)
     multi = np.flatnonzero(reg[:, 2])
     rows = np.ones(len(reg), dtype=np.int64)  # jobs per region: one, or its clusters
-    clusters = [ensemble_out[key][1] for key in zip(pair[multi].tolist(), region[multi].tolist())]
+    clusters = [r[1] for r in ensemble_out.of_flat(multi)] if isinstance(ensemble_out, EnsembleResults) else \
+        [ensemble_out[key][1] for key in zip(pair[multi].tolist(), region[multi].tolist())]
     rows[multi] = np.fromiter(map(len, clusters), dtype=np.int64, count=len(clusters))
     src = np.repeat(np.arange(len(reg), dtype=np.int64), rows)  # each job's region
     i, j, clustered = reg[src, 0], reg[src, 1], reg[src, 2].astype(bool)

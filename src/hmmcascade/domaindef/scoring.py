@@ -28,7 +28,7 @@ from ..results import AlignmentLines
 from .alignment import alignment_lines, display_tables
 from .null2 import Null2Pieces, null2_odds_rows, null2_sums_host
 from .numerics import flogsum_f32, sequential_fsum
-from .records import EnvelopeJobs, EnvelopeResults, PairDomainsBatch, Regions, flat_regions
+from .records import EnsembleResults, EnvelopeJobs, EnvelopeResults, PairDomainsBatch, Regions, flat_regions
 from .segments import segment_starts
 
 __all__ = ["LOG2", "LOG_OMEGA", "score_domains", "sequence_scores"]
@@ -39,7 +39,7 @@ LOG_OMEGA = math.log(float(F32(1.0 / 256.0)))  # log(bg->omega), double
 
 
 def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
-                  null_nats: np.ndarray, regions: "list | Regions", nexpected: np.ndarray, ensemble_out: dict,
+                  null_nats: np.ndarray, regions: "list | Regions", nexpected: np.ndarray, ensemble_out: "dict | EnsembleResults",
                   jobs: EnvelopeJobs, env: list, null2=None) -> PairDomainsBatch:
     """Everything after the envelope kernel, for all pairs of a batch at once (p7_domaindef's
     per-envelope bookkeeping, p7_alidisplay_Create, and the end of p7_Pipeline).
@@ -110,7 +110,8 @@ def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndar
     # multi-domain regions: the clustering's scores
     multi_r = np.flatnonzero((reg[:, 2] == 1) & has[reg_pair])  # flat region numbers
     m_pair = reg_pair[multi_r]
-    m_vals = [ensemble_out[(p, r)][0] for p, r in zip(m_pair.tolist(), (multi_r - reg_first[m_pair]).tolist())]
+    m_vals = [r[0] for r in ensemble_out.of_flat(multi_r)] if isinstance(ensemble_out, EnsembleResults) else \
+        [ensemble_out[(p, r)][0] for p, r in zip(m_pair.tolist(), (multi_r - reg_first[m_pair]).tolist())]
     m_len = np.array([len(v) for v in m_vals], dtype=np.int64)
     pieces = Null2Pieces(
         total=int(span_len.sum()), residues=seqs.residues, logodds=logodds,
