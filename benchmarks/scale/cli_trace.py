@@ -27,7 +27,8 @@ TRACED = [("device", "open_device"), ("cli_common", "load_models"), ("cascade", 
           ("cascade", "Cascade.__init__"), ("scheduler", "run_batches"), ("rescore", "rescore_records"),
           ("reporting", "threshold_hits"), ("reporting", "sort_hits"), ("output", "query_infos"),
           ("output", "per_query_hits"), ("output", "write_streams"), ("text_workers", "_Team.__init__"),
-          ("text_workers", "_Team.texts"), ("outfiles", "OutputSet.commit"), ("search_result", "SearchResult.reported_counts"),
+          ("text_workers", "_Team.texts"), ("outfiles", "OutputSet.commit"),
+          ("search_result", "SearchResult.reported_counts"),
           ("output", "pipeline_summary"), ("cli", "_write_outputs"), ("cli", "cmd_search")]
 
 

@@ -497,7 +497,7 @@ def search(db: ProfileDB, seqs: SequenceSet, dev: Device, thresholds: Thresholds
         out.scored_domains()
         keys = {}
         hits = make_hits(db, seqs, index, out, th, Z, keys=keys, relaxed=None if rescore == "off" else relaxed_scores)
-        if rescore == "on" and "fwd" in keys:  # the rescoring's tests of each record alone, here (the order's: at the end)
+        if rescore == "on" and "fwd" in keys:  # the rescoring's tests of each record alone (the order's: at the end)
             keys.update(own_uncertain(keys, th, Z, db))
         lines = getattr(out.scored_domains(), "lines", None)
         if alignment_text and hits and lines is not None:

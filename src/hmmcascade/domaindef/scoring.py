@@ -39,8 +39,9 @@ LOG_OMEGA = math.log(float(F32(1.0 / 256.0)))  # log(bg->omega), double
 
 
 def score_domains(db: ProfileDB, seqs, pair_seq: np.ndarray, pair_model: np.ndarray, fwd_nats: np.ndarray,
-                  null_nats: np.ndarray, regions: "list | Regions", nexpected: np.ndarray, ensemble_out: "dict | EnsembleResults",
-                  jobs: EnvelopeJobs, env: list, null2=None) -> PairDomainsBatch:
+                  null_nats: np.ndarray, regions: "list | Regions", nexpected: np.ndarray,
+                  ensemble_out: "dict | EnsembleResults", jobs: EnvelopeJobs, env: list,
+                  null2=None) -> PairDomainsBatch:
     """Everything after the envelope kernel, for all pairs of a batch at once (p7_domaindef's
     per-envelope bookkeeping, p7_alidisplay_Create, and the end of p7_Pipeline).
 
