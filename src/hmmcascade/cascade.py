@@ -47,7 +47,7 @@ from .planner import MemoryPlan
 from .profiles import PRESSED_PASS_BITS, ProfileDB, length_params
 from .reporting import (CUTOFF_COLUMNS, Thresholds, check_cutoffs, key_columns, make_hits, name_rank, sort_hits,
                         threshold_hits)
-from .results import Hit, gc_paused
+from .results import Hit, gc_paused, reported_domains
 from .scheduler import MsvRun, plan_batches, run_batches, running
 from .search_result import Hits, SearchResult, StageStats
 from .survivors import Survivors
@@ -552,9 +552,8 @@ def _reported_counts(records: list, cols: dict | None) -> tuple[int, int] | None
     """(reported hits, reported domains) of the search's records (all reported), from the batches' domain flags
     (threshold_hits leaves no domain of an unreported hit reported); None where the records' domains
     are not all the batches' arrays."""
-    if cols is None or "sources" not in cols or not all(hasattr(src, "reported") for src in cols["sources"]):
-        return None
-    return len(records), sum(int(src.reported.sum()) for src in cols["sources"])
+    n_domains = reported_domains(cols["sources"]) if cols is not None and "sources" in cols else None
+    return None if n_domains is None else (len(records), n_domains)
 
 
 @contextmanager

@@ -27,8 +27,8 @@ from .profiles import CUTOFF_COLUMNS, ProfileDB
 from .results import Hit, gc_paused
 from .survivors import Survivors
 
-__all__ = ["CUTOFF_COLUMNS", "Thresholds", "check_cutoffs", "duplicate_alignments", "key_columns", "make_hits",
-           "name_rank", "passes_threshold", "sort_hits", "threshold_hits"]
+__all__ = ["CUTOFF_COLUMNS", "Thresholds", "by_model", "check_cutoffs", "duplicate_alignments", "key_columns",
+           "make_hits", "name_rank", "passes_threshold", "sort_hits", "threshold_hits"]
 
 
 
@@ -353,8 +353,14 @@ def _hit_lexsort(model, primary, rank, flag, iali, target) -> np.ndarray:
     low = (((rank.astype(np.int64) << 1 | flag.astype(np.int64)) << bits[1] | iali.astype(np.int64)) << bits[2]
            | target.astype(np.int64))
     order = np.argsort(low, kind="stable")
-    order = order[np.argsort(primary[order], kind="stable")]
-    mk = model.astype(np.int16) if int(model.max()) < (1 << 15) and int(model.min()) >= 0 else model
+    return by_model(order[np.argsort(primary[order], kind="stable")], model)
+
+
+def by_model(order: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """``order`` sorted again, stably, by ``model[order]``: a radix sort where the models fit 16 bits (so
+    ``by_model(np.argsort(key, kind="stable"), model)`` is ``np.lexsort((key, model))``)."""
+    fits = len(model) and int(model.min()) >= 0 and int(model.max()) < (1 << 15)
+    mk = model.astype(np.int16) if fits else model
     return order[np.argsort(mk[order], kind="stable")]
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from . import stats
 from .domaindef.scoring import sequence_scores
 from .profiles import CUTOFF_COLUMNS
-from .reporting import passes_threshold
+from .reporting import by_model, passes_threshold
 
 __all__ = ["MARGIN_NATS", "MARGIN_ULPS", "NEXP_MARGIN", "exact_forward", "margin_nats", "near_threshold",
            "own_uncertain", "relaxed_scores", "rescore_records", "unreported_dropped"]
@@ -152,9 +152,7 @@ def _uncertain(cols: dict, th, Z: float, db, inc_by_E: bool | None = None) -> np
     flag, lo, hi = own["uncertain"].copy(), own["key_lo"], own["key_hi"]
     m = cols["model"]
     key = cols["lnP"] if _inc_by_E(th, inc_by_E) else -cols["score"]
-    order = np.argsort(key, kind="stable")  # (np.lexsort((key, m))'s order: a radix sort of 16-bit models last)
-    mk = m.astype(np.int16) if len(m) and int(m.min()) >= 0 and int(m.max()) < (1 << 15) else m
-    order = order[np.argsort(mk[order], kind="stable")]
+    order = by_model(np.argsort(key, kind="stable"), m)  # (np.lexsort((key, m))'s order)
     a, b = order[:-1], order[1:]
     near = (m[a] == m[b]) & (lo[b] <= hi[a]) & (key[a] != key[b])
     flag[a[near]] = True

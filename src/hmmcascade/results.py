@@ -215,9 +215,9 @@ def reported_counts(hits) -> tuple[int, int]:
     reported = list(compress(hits, map(attrgetter("reported"), hits)))
     lists = list(map(attrgetter("domains"), reported))
     if set(map(type, lists)) <= {DomainList}:  # (the usual case, in C-level loops: 0.06-0.1 s less on 222,867 hits)
-        batches = set(map(attrgetter("_source"), lists))
-        if all(hasattr(src, "reported") for src in batches):
-            return len(reported), sum(int(src.reported.sum()) for src in batches)
+        n_domains = reported_domains(set(map(attrgetter("_source"), lists)))
+        if n_domains is not None:
+            return len(reported), n_domains
     n_hits, n_domains, sources = 0, 0, {}
     for h in reported:
         n_hits += 1
@@ -227,6 +227,14 @@ def reported_counts(hits) -> tuple[int, int]:
         else:
             n_domains += sum(d.reported for d in h.domains)
     return n_hits, n_domains + sum(int(src.reported.sum()) for src in sources.values())
+
+
+def reported_domains(sources) -> int | None:
+    """The reported domains of batches' domain sources, from their flag arrays (None where a source has none)."""
+    sources = list(sources)
+    if not all(hasattr(src, "reported") for src in sources):
+        return None
+    return sum(int(src.reported.sum()) for src in sources)
 
 
 def make_domains_of(hits) -> None:
