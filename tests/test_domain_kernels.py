@@ -270,6 +270,19 @@ def test_group_envelope_kernel_any_group_size(wg_jobs, device, default_db, monke
     _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
 
 
+def test_group_envelope_kernel_warp_scan(wg_jobs, device, default_db):
+    """envelope_wg with the OA chain's scan as the GPUs take it, a scan of the 32 segments' maps over the
+    warp's lanes and the row's maximum a butterfly (HMMC_OA_WARP_SCAN: the shuffles' steps through local
+    memory where there is no inline PTX): envelope's results bit for bit."""
+    casc, batch, jobs, ref = wg_jobs
+    eng = _path_engine(casc, device, default_db, "wg")
+    kernel = device.build("domains", ("-DHMMC_PART=0", "-DHMMC_OA_WARP_SCAN=1")).envelope_wg
+    calls = []
+    eng.rescorer.k_env_wg = lambda *a: calls.append(a[2]) or kernel(*a)
+    _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
+    assert calls and all(c == (32,) for c in calls)
+
+
 def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db, monkeypatch):
     """Models whose rows do not fit envelope_wg's local memory go to the serial kernel, same results."""
     casc, batch, jobs, ref = wg_jobs

@@ -1497,6 +1497,11 @@ __kernel void region_forward_wide(
  * --------------------------------------------------------------------------------------------- */
 #define WG_SYNC() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 #define ENVELOPE_WG_MAX 64   /* the most work-items a group (the OA scan's segments) */
+/* the OA scan by warp shuffles where there are (one warp a group: the host's ENVELOPE_WG, 32), or
+ * where asked for (HMMC_OA_WARP_SCAN: the same steps through local memory, tests on other devices) */
+#if defined(HMMC_PTX_SHFL) || defined(HMMC_OA_WARP_SCAN)
+#define OA_WARP_SCAN 1
+#endif
 
 #if !defined(HMMC_PART) || HMMC_PART == 0
 #include "zero_words.h"
@@ -1566,9 +1571,14 @@ __kernel void envelope_wg(
         __global float4 *b = BROW(i);
         const float totr = scaleproduct * FX(i, XSCALE);
         for (int q = lid; q < Q4; q += G) {
-            b[q] = (f[q] * b[q]) * totr;
+            const float4 bm = (f[q] * b[q]) * totr, bi = (f[Q4 + q] * b[Q4 + q]) * totr;
+            b[q] = bm;
             b[2 * Q4 + q] = (float4) (0.0f);
-            b[Q4 + q] = (f[Q4 + q] * b[Q4 + q]) * totr;
+            b[Q4 + q] = bi;
+            /* null2's column sums (below) as the rows are made, in row order: la M, lb I (each work-item
+               its own words, the same words as there) */
+            if (i == 1) { LW4(la, q) = bm; LW4(lb, q) = bi; }
+            else { LW4(la, q) = bm + LW4(la, q); LW4(lb, q) = bi + LW4(lb, q); }
         }
         if (lid == 0) {
             decode_specials(p, 1, R, W, i, nloop, scaleproduct);
@@ -1585,20 +1595,13 @@ __kernel void envelope_wg(
     {
         __global float *n2 = null2 + null2_off[j];
         __global float4 *acc = FROW(0);
-        __global float4 *b1 = BROW(1);
 #ifdef cl_khr_fp64
         const float norm = (float) (1.0 / (double) (float) Ld);
 #else
         const float norm = 1.0f / (float) Ld;
 #endif
-        for (int q = lid; q < Q4; q += G) {   /* column sums over the rows, in row order */
-            float4 am = b1[q], ai = b1[Q4 + q];
-            for (int i = 2; i <= Ld; i++) {
-                __global float4 *b = BROW(i);
-                am = b[q] + am;
-                ai = b[Q4 + q] + ai;
-            }
-            acc[q] = am * norm; acc[Q4 + q] = ai * norm;
+        for (int q = lid; q < Q4; q += G) {   /* the column sums over the rows (the decoding's la, lb) */
+            acc[q] = LW4(la, q) * norm; acc[Q4 + q] = LW4(lb, q) * norm;
         }
         if (lid == 0) {
             float aN = PX(1, XN), aC = PX(1, XC), aJ = PX(1, XJ);
@@ -1667,6 +1670,19 @@ __kernel void envelope_wg(
                 if (tdd[n] > 0.0f) cst = fmax(la[n], cst);
                 else { pass = 0; cst = fmax(la[n], 0.0f); }
             }
+#ifdef OA_WARP_SCAN
+            /* one warp (G = VW_LANES = ENVELOPE_WG): the segments' maps composed by a scan over the
+               lanes, lane l's map becoming lanes 0..l's in turn, (p, c) after (p', c') being
+               (p & p', p ? max(c, c') : c); the value entering segment l is lane l-1's c (its map
+               applied to -inf), lane 0's -inf; the row's maximum a butterfly */
+            for (int d = 1; d < VW_LANES; d <<= 1) {
+                const float oc = fw_up(cst, d, lid, seg_p);
+                const int op = vw_up(pass, d, lid, seg_p);
+                if (lid >= d) { cst = pass ? fmax(cst, oc) : cst; pass = pass & op; }
+            }
+            float dv = fw_up(cst, 1, lid, seg_p), mx = NEG;
+            if (lid == 0) dv = NEG;
+#else
             seg_c[lid] = cst; seg_p[lid] = pass;
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lid == 0) {
@@ -1675,12 +1691,17 @@ __kernel void envelope_wg(
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             float dv = seg_x[lid], mx = NEG;
+#endif
             for (int n = n0; n < n1; n++) {
                 lc[n] = dv;
                 const float b_ = (tdd[n] > 0.0f) ? dv : 0.0f;
                 mx = fmax(mx, fmax(lb[n], dv));
                 dv = fmax(la[n], b_);
             }
+#ifdef OA_WARP_SCAN
+            mx = fw_max(mx, lid, seg_p);
+            if (lid == 0) oa_specials(p, 1, R, W, i, mx, xfm);
+#else
             seg_c[lid] = mx;
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lid == 0) {
@@ -1688,6 +1709,7 @@ __kernel void envelope_wg(
                 for (int g = 0; g < G; g++) xEo = fmax(xEo, seg_c[g]);
                 oa_specials(p, 1, R, W, i, xEo, xfm);
             }
+#endif
         }
         WG_SYNC();
         for (int q = lid; q < Q4; q += G) cur[2 * Q4 + q] = LW4(lc, q);

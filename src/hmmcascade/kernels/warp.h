@@ -143,4 +143,24 @@ inline float fw_sum(float v, const int lane, __local int *tmp)
 #endif
 }
 
+/* the largest v over the warp (max is exact in any order), the same float in every lane */
+inline float fw_max(float v, const int lane, __local int *tmp)
+{
+#if defined(HMMC_PTX_SHFL)
+    for (int d = 1; d < 32; d <<= 1) {
+        float o;
+        asm("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(o) : "f"(v), "r"(d));
+        v = fmax(v, o);
+    }
+    return v;
+#else
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tmp[lane] = as_int(v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float r = as_float(tmp[0]);
+    for (int l = 1; l < 32; l++) r = fmax(r, as_float(tmp[l]));
+    return r;
+#endif
+}
+
 #endif /* HMMC_WARP_H */
