@@ -263,17 +263,21 @@ def test_group_envelope_kernel_equals_serial(wg_jobs, device, default_db, budget
 def test_group_envelope_kernel_any_group_size(wg_jobs, device, default_db, monkeypatch, group):
     """envelope_wg with other work-group sizes than the search's 32: fewer than 8 work-items (the lanes'
     M sums before the first D pass, work-items that hold two lanes' nodes) and the most it takes (64;
-    the OA chain's scan over 64 segments): envelope's results bit for bit."""
+    the OA chain's scan over 64 segments): envelope's results bit for bit (devices without warp shuffles,
+    whose envelope_wg walks the segments)."""
+    if "-DHMMC_PTX_SHFL=1" in device.ptx_options():
+        pytest.skip("with warp shuffles envelope_wg takes one warp a group")
     casc, batch, jobs, ref = wg_jobs
     monkeypatch.setattr(envelopes, "ENVELOPE_WG", group)
     eng = _path_engine(casc, device, default_db, "wg")
     _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
 
 
-def test_group_envelope_kernel_warp_scan(wg_jobs, device, default_db):
+def test_group_envelope_kernel_warp_scan(wg_jobs, device, default_db, monkeypatch):
     """envelope_wg with the OA chain's scan as the GPUs take it, a scan of the 32 segments' maps over the
     warp's lanes and the row's maximum a butterfly (HMMC_OA_WARP_SCAN: the shuffles' steps through local
-    memory where there is no inline PTX): envelope's results bit for bit."""
+    memory where there is no inline PTX): envelope's results bit for bit.  With warp shuffles, a
+    work-group of another size than a warp's is refused (the scan takes one warp)."""
     casc, batch, jobs, ref = wg_jobs
     eng = _path_engine(casc, device, default_db, "wg")
     kernel = device.build("domains", ("-DHMMC_PART=0", "-DHMMC_OA_WARP_SCAN=1")).envelope_wg
@@ -281,6 +285,10 @@ def test_group_envelope_kernel_warp_scan(wg_jobs, device, default_db):
     eng.rescorer.k_env_wg = lambda *a: calls.append(a[2]) or kernel(*a)
     _same_envelopes(ref, eng.rescorer.envelopes(batch, *jobs, 1), 1)
     assert calls and all(c == (32,) for c in calls)
+    eng.rescorer.warp_scan = True
+    monkeypatch.setattr(envelopes, "ENVELOPE_WG", 64)
+    with pytest.raises(ValueError, match="one warp"):
+        eng.rescorer.envelopes(batch, *jobs, 1)
 
 
 def test_group_envelope_sends_long_models_to_serial(wg_jobs, device, default_db, monkeypatch):

@@ -71,6 +71,8 @@ class EnvelopeRescorer:
         self.path = choose("envelope", path or opts.envelope, dev.is_gpu)
         #: the longest models' launches on the device's side queue
         self.side_queue = opts.side_queue == "on"
+        #: envelope_wg's OA scan by warp shuffles (inline PTX): its work-group is then one warp (ENVELOPE_WG, 32)
+        self.warp_scan = "-DHMMC_PTX_SHFL=1" in dev.ptx_options()
 
     def envelopes(self, batch: DeviceBatch, seq: np.ndarray, model: np.ndarray, start: np.ndarray,
                   length: np.ndarray, xfm: np.ndarray, mode: int, traces: bool = True, path: str | None = None,
@@ -101,6 +103,8 @@ class EnvelopeRescorer:
         model = np.asarray(model, dtype=np.int64)
         kernel = (path or self.path) if mode == 1 else "serial"
         use_wg, use_warp = kernel == "wg", kernel == "warp"
+        if (use_wg or use_warp) and self.warp_scan and ENVELOPE_WG != 32:
+            raise ValueError(f"envelope_wg: work-groups of {ENVELOPE_WG}; with warp shuffles, one warp (32)")
         if use_wg or use_warp:
             if use_warp:  # longer models than the warp kernels' registers hold go to envelope_wg
                 fits, other = self.db.M[model] <= self.k_env_warp.variant.max_nodes, "wg"
