@@ -161,3 +161,101 @@ def test_a_search_of_pressed_models_imports_no_pyhmmer(tmp_path):
         return [line for line in path.read_text().splitlines() if not line.startswith("#")]
 
     assert rows(tmp_path / "p.tbl") == rows(tmp_path / "t.tbl") and len(rows(tmp_path / "t.tbl")) == 201
+
+
+def test_only_a_search_of_one_auto_or_gpu_device_is_opened_early():
+    from hmmcascade.device_early import wanted
+
+    assert wanted(["search", "m.hmm", "s.faa"]) and wanted(["search", "--device", "gpu", "m", "s"])
+    assert wanted(["search", "m", "s", "--device=AUTO"])
+    assert not wanted(["search", "m", "s", "--device", "cpu"]) and not wanted(["search", "--device=all", "m", "s"])
+    assert not wanted(["search", "--device", "0:0,0:1", "m", "s"]) and not wanted(["press", "m.hmm"])
+    assert not wanted([])
+
+
+_SRC_ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+_EARLY_SEARCH = """
+import sys
+from hmmcascade import __main__ as entry, device_early
+from hmmcascade.background import asked_child
+argv = ["search", sys.argv[1], sys.argv[2], "-o", "/dev/null", "--tblout", sys.argv[3], "--quiet"]
+reader = asked_child(entry._prepare_reader, entry._read_sequences)
+device_early.start(argv, device_type=2)  # (CL_DEVICE_TYPE_CPU: PoCL stands in for the GPU)
+from hmmcascade.cli import main
+device_early.wait()
+early = device_early._answer.get("context")
+kept = []
+code = main(argv, keep=kept, reader=reader)
+print(code, early is not None, kept[2].ctx.int_ptr == early, device_early._answer == {}, len(kept[1]))
+"""
+
+
+@linux_only
+def test_a_search_runs_in_the_context_and_on_the_sequences_started_before_its_imports(tmp_path):
+    """``python -m hmmcascade search``'s start: the context the early thread made (ctypes, the interpreter's
+    lock let go) is the one the search's device opens in (not a second one), the sequences are the forked
+    reader's, and the search's rows are those of a search that opened its device and read its sequences the
+    usual way."""
+    run = subprocess.run([sys.executable, "-c", _EARLY_SEARCH, str(HMMS), str(SEQS), str(tmp_path / "e.tbl")],
+                         capture_output=True, text=True, timeout=600, env=_SRC_ENV)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0", "True", "True", "True", "2000"]
+    assert cli.main(["search", str(HMMS), str(SEQS), "-o", os.devnull, "--tblout", str(tmp_path / "t.tbl"),
+                     "--quiet"]) == 0
+
+    def rows(path):
+        return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+    assert rows(tmp_path / "e.tbl") == rows(tmp_path / "t.tbl") and len(rows(tmp_path / "t.tbl")) == 201
+
+
+@linux_only
+def test_an_asked_child_prepares_then_answers_the_call_it_is_asked(tmp_path):
+    from hmmcascade.background import asked_child
+
+    ask = asked_child(lambda: (tmp_path / "prepared").write_text("yes"), load_seqs)
+    answer = ask(str(SEQS))
+    assert answer().names == load_seqs(str(SEQS)).names and (tmp_path / "prepared").read_text() == "yes"
+    ask = asked_child(lambda: None, load_seqs)
+    answer = ask(str(tmp_path / "missing.faa"))
+    with pytest.raises(InputError, match="missing.faa"):
+        answer()
+
+
+@linux_only
+def test_an_asked_child_never_asked_leaves_no_process():
+    from hmmcascade.background import asked_child
+
+    before = _children()
+    ask = asked_child(lambda: time.sleep(0.2), load_seqs)
+    assert len(_children() - before) == 1
+    del ask
+    deadline = time.time() + 10
+    while _children() - before and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _children() - before
+
+
+@linux_only
+def test_a_bad_sequence_file_is_one_line_from_the_command(tmp_path):
+    bad = tmp_path / "bad.faa"
+    bad.write_text("not a fasta file\n")
+    run = subprocess.run([sys.executable, "-m", "hmmcascade", "search", str(HMMS), str(bad), "-o", os.devnull],
+                         capture_output=True, text=True, timeout=600, env=_SRC_ENV)
+    assert run.returncode == 1 and run.stderr.strip().splitlines()[-1].startswith("hmmcascade: error: ")
+    assert str(bad) in run.stderr.strip().splitlines()[-1]
+
+
+@linux_only
+def test_an_early_context_of_another_device_is_released_not_used(monkeypatch):
+    from hmmcascade import device_early
+
+    monkeypatch.setattr(device_early, "_thread", None)
+    monkeypatch.setattr(device_early, "_answer", {})
+    device_early.start(["search"], device_type=2)
+    device_early.wait()
+    made = dict(device_early._answer)
+    assert made and made["context"]
+    assert device_early.take(made["device"] + 1) is None and device_early._answer == {}
+    assert device_early.take(made["device"]) is None  # (released: nothing left to take)

@@ -72,6 +72,9 @@ def _trace(log: list, module: str, qualname: str) -> None:
 def main(argv: list[str]) -> int:
     argv = argv[argv.index("--") + 1:] if "--" in argv else argv
     log: list = []
+    from hmmcascade.__main__ import _start
+
+    started = [_start(argv)]  # (the reader and the device's thread, as python -m hmmcascade starts them)
     from hmmcascade import cli
     log.append(("import hmmcascade.cli", 0.0, time.perf_counter() - T0))
     for module in {m for m, _ in TRACED}:
@@ -79,7 +82,7 @@ def main(argv: list[str]) -> int:
     for module, qualname in TRACED:
         _trace(log, module, qualname)
     kept: list = []
-    code = cli.main(argv, keep=kept)
+    code = cli.main(argv, keep=kept, reader=started.pop())
     for label, a, b in sorted(log, key=lambda row: row[1]):
         print(f"{a:8.3f} {b:8.3f} {b - a:7.3f}  {label}", file=sys.stderr)
     print(f"exit at {time.perf_counter() - T0:.3f}", file=sys.stderr)

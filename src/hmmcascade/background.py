@@ -11,7 +11,7 @@ import sys
 import threading
 import weakref
 
-__all__ = ["in_child", "in_thread", "pickled_answer", "wait_for"]
+__all__ = ["asked_child", "in_child", "in_thread", "pickled_answer", "wait_for"]
 
 
 def pickled_answer(key, fn, *args) -> bytes:
@@ -109,3 +109,36 @@ def in_child(fn, *args):
 
     weakref.finalize(result, done, True)
     return result
+
+
+def asked_child(prepare, fn):
+    """A forked process that runs ``prepare()`` at once (its imports, say) and then ``fn(*args)`` for the
+    arguments of the one call it is asked (Linux; elsewhere None): returns ``ask(*args)``, which hands it the
+    arguments (pickled through a pipe) and returns :func:`in_child`'s answer function.  ``python -m hmmcascade
+    search`` starts its sequences' reader so, before its own imports: the reader imports while it does and
+    reads once the command line is parsed.  If ``ask`` goes unused, the process is stopped."""
+    if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
+        return None
+    r, w = os.pipe()
+    answer = in_child(_asked, prepare, fn, r, w)
+    os.close(r)
+    request = [w]
+
+    def ask(*args):
+        with os.fdopen(request.pop(), "wb") as fh:
+            fh.write(pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL))
+        return answer
+
+    weakref.finalize(ask, lambda: request and os.close(request.pop()))
+    return ask
+
+
+def _asked(prepare, fn, r: int, w: int):
+    """:func:`asked_child`'s process: ``prepare()``, then ``fn`` of the arguments read from ``r`` (None when
+    the pipe closes unasked)."""
+    os.close(w)
+    prepare()
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
+    return fn(*pickle.loads(data)) if data else None
+

@@ -333,7 +333,8 @@ def cmd_search(args) -> int:
     db = None
     # the sequences read while the device opens (and while --model-parts chooses, which opens it first; standard
     # input only once that is known: a search in parts reads them in its parts)
-    read_seqs = in_child(_load_input, load_seqs, args.seqs) if args.seqs != "-" else None
+    ask, args.reader = getattr(args, "reader", None), None  # (forked at the start by python -m hmmcascade)
+    read_seqs = None if args.seqs == "-" else ask(args.seqs) if ask else in_child(_load_input, load_seqs, args.seqs)
     if getattr(args, "model_range", None) is None and str(args.model_parts).strip().lower() != "1":
         code, db = _search_as_parts(args, options, paths, th)  # (--model-parts: N processes, or None: this one)
         if code is not None:
@@ -581,12 +582,15 @@ def _range_arg(text: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
-def main(argv=None, keep: list | None = None) -> int:
+def main(argv=None, keep: list | None = None, reader=None) -> int:
     """The command of ``argv`` (default: ``sys.argv``); its exit status.  ``keep``: a list the command
     leaves its large objects in (a search's records, sequences and device), for a caller that ends the
-    process right after (``python -m hmmcascade``: 0.14 s of freeing them one by one on the CLI case)."""
+    process right after (``python -m hmmcascade``: 0.14 s of freeing them one by one on the CLI case).
+    ``reader``: a search's sequences' reader (``ask(path)`` of :func:`~hmmcascade.background.asked_child`,
+    whose answer is :func:`~hmmcascade.io.load_sequences`'s: ``python -m hmmcascade`` starts one before its
+    imports)."""
     args = build_parser().parse_args(argv)
-    args.keep = keep
+    args.keep, args.reader = keep, reader
     return run_parsed(args)
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from .cascade import Thresholds
-from .io import InputError
+from .io import InputError, load_sequences
 
 
 def add_thresholds(p: argparse.ArgumentParser):
@@ -134,9 +134,4 @@ def load_models(path: str):
     return press_file(path)
 
 
-def load_seqs(path: str):
-    from .io import SequenceSet, read_sequences
-
-    if path.endswith(".npz"):
-        return SequenceSet.load(path)
-    return read_sequences(path)
+load_seqs = load_sequences  # (the commands' name for it)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 
+from . import device_early
+
 __all__ = ["DeviceError", "device_set", "is_device_part", "list_devices", "lock_key", "opencl", "pick",
            "probed_context"]
 
@@ -39,6 +41,7 @@ def opencl():
         import pyopencl as cl
     except ImportError as exc:  # pragma: no cover - dependency of the package
         raise DeviceError(f"pyopencl is not importable: {exc}") from exc
+    device_early.wait()  # (no OpenCL call here while the early thread is in the driver)
     return cl
 
 
@@ -78,8 +81,12 @@ def _builds(platform_index: int, device_index: int, keep: bool = False) -> bool:
     cl = opencl()
     try:
         dev = cl.get_platforms()[platform_index].get_devices()[device_index]
-        ctx = cl.Context([dev])
-        cl.Program(ctx, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
+        made = device_early.take(dev.int_ptr)  # (made and probed while the modules imported)
+        if made is not None:
+            ctx = cl.Context.from_int_ptr(made, retain=False)
+        else:
+            ctx = cl.Context([dev])
+            cl.Program(ctx, device_early.PROBE_SOURCE).build()
     except (cl.Error, cl.RuntimeError):
         return False
     _PROBED.clear()

@@ -20,8 +20,8 @@ import numpy as np
 # (pyhmmer is imported where a file is read: a search's command reads its sequences in a forked process, which
 # imports it there, and needs it nowhere else: 84 ms of the command's imports on an H200's host, psutil's included)
 
-__all__ = ["InputError", "SequenceSet", "read_hmms", "read_sequences", "read_npz", "check_input_file", "open_input",
-           "MAX_TARGET_LENGTH"]
+__all__ = ["InputError", "SequenceSet", "load_sequences", "read_hmms", "read_sequences", "read_npz", "check_input_file",
+           "open_input", "MAX_TARGET_LENGTH"]
 
 #: HMMER's limit for a target sequence in the protein pipeline (p7_Pipeline).
 MAX_TARGET_LENGTH = 100_000
@@ -318,6 +318,13 @@ class SequenceSet:
             raise InputError(f"{path}: not a consistent {what} file (its arrays disagree)")
         return cls(names=[str(x) for x in names], descriptions=[str(x) for x in z["descriptions"]],
                    lengths=lengths, offsets=offsets, residues=residues)
+
+
+def load_sequences(path: str) -> SequenceSet:
+    """The sequences of ``path``: a FASTA file (gzipped or not), or a :class:`SequenceSet` saved as ``.npz``."""
+    if path.endswith(".npz"):
+        return SequenceSet.load(path)
+    return read_sequences(path)
 
 
 def read_sequences(path: str | os.PathLike) -> SequenceSet:
