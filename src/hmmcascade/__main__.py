@@ -31,10 +31,13 @@ def _leave() -> None:
 
 def _prepare_reader() -> None:
     """The reader's imports (numpy, hmmcascade's input module, pyhmmer's sequence files), made while this
-    process imports its own."""
-    from pyhmmer import easel  # noqa: F401
+    process imports its own (one that fails is left to the reading, which reports it as it would)."""
+    try:
+        from pyhmmer import easel  # noqa: F401
 
-    from . import io  # noqa: F401
+        from . import io  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _read_sequences(path: str):
@@ -48,6 +51,9 @@ def _start(argv: list[str]):
     ``ask(path)``), then the device's thread started; ``ask`` (or None)."""
     if argv[:1] != ["search"] or not sys.platform.startswith("linux"):
         return None
+    # (numpy's OpenBLAS starts a thread per CPU as it loads: 0.05-0.08 s of importing hmmcascade.cli on an
+    # H200's 16-CPU host, 2026-11-29; a search makes no BLAS call)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .background import asked_child
     from .device_early import start
 
