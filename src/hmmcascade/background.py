@@ -1,6 +1,7 @@
 """Work beside a command's main line, in a forked process or a thread, and the answers of forked processes:
 pickled through a pipe as ``(key, value)`` or ``(key, the error)`` (:func:`pickled_answer`), raised where read.
-The search's sequence reader (:func:`in_child`) and the text workers (:mod:`hmmcascade.text_workers`) use them."""
+The search's sequence reader (:func:`in_child`, :func:`asked_child`) and the text workers
+(:mod:`hmmcascade.text_workers`) use them."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def in_child(fn, *args):
 
     The search reads its sequences so while its device opens and its models load: in a thread, the
     reading (0.46-0.5 s for the 9,366 proteins of the CLI case, 0.12 s alone) waited for the GIL behind
-    the OpenCL calls and ended after them, 0.07-0.13 s into the search's start (H200 host, 2026-11-29).
+    the OpenCL calls and ended after them, 0.07-0.13 s into the search's start (H200 host, 2026-11-29);
+    ``python -m hmmcascade search`` forks it earlier still, before its imports (:func:`asked_child`).
     If the answer is never asked for, the process is stopped (SIGKILL) when the returned function goes."""
     if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
         return in_thread(fn, *args)
