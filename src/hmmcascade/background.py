@@ -143,4 +143,3 @@ def _asked(prepare, fn, r: int, w: int):
     with os.fdopen(r, "rb") as fh:
         data = fh.read()
     return fn(*pickle.loads(data)) if data else None
-

@@ -58,7 +58,12 @@ def start(argv: list[str], device_type: int = _GPU) -> None:
     global _thread
     if _thread is not None or not sys.platform.startswith("linux") or not wanted(argv):
         return
-    _thread = threading.Thread(target=_open, args=(device_type,), name="hmmcascade-device-early", daemon=True)
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    home = Path(next(iter(spec.submodule_search_locations)))
+    os.environ["PYOPENCL_HOME"] = str(home)  # (here, not in the thread; as pyopencl's import sets it)
+    _thread = threading.Thread(target=_open, args=(home, device_type), name="hmmcascade-device-early", daemon=True)
     os.register_at_fork(before=wait)  # (no fork while the thread is in the driver or the dynamic loader)
     _thread.start()
 
@@ -83,12 +88,10 @@ def take(device_ptr: int) -> int | None:
     return None
 
 
-def _loader() -> ctypes.CDLL:
-    """pyopencl's ICD loader (see the module's notes), its drivers' libraries named by the wheel's ``.icd``
-    files loaded first (pyopencl's extension module finds them beside it; a bare name would not be found)."""
-    spec = importlib.util.find_spec("pyopencl")
-    home = Path(next(iter(spec.submodule_search_locations)))
-    os.environ["PYOPENCL_HOME"] = str(home)  # (as pyopencl's import sets it: the wheel's loader reads it)
+def _loader(home: Path) -> ctypes.CDLL:
+    """pyopencl's ICD loader (see the module's notes; ``home``: pyopencl's folder), its drivers' libraries
+    named by the wheel's ``.icd`` files loaded first (pyopencl's extension module finds them beside it; a bare
+    name would not be found)."""
     libs = home / ".libs"
     bundled = sorted(libs.glob("libOpenCL*.so*")) if libs.is_dir() else []
     if not bundled:
@@ -140,10 +143,10 @@ def _first_device(lib: ctypes.CDLL, device_type: int) -> int | None:
     return None
 
 
-def _open(device_type: int) -> None:
+def _open(home: Path, device_type: int) -> None:
     """The thread: the device's context and the probe's build, kept in :data:`_answer` if both succeed."""
     try:
-        lib = _loader()
+        lib = _loader(home)
         _declare(lib)
         device = _first_device(lib, device_type)
         if device is None:
