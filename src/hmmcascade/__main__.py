@@ -51,11 +51,11 @@ def _start(argv: list[str]):
     ``ask(path)``), then the device's thread started; ``ask`` (or None)."""
     if argv[:1] != ["search"] or not sys.platform.startswith("linux"):
         return None
-    # (numpy's OpenBLAS starts a thread per CPU as it loads: 0.05-0.08 s of importing hmmcascade.cli on an
-    # H200's 16-CPU host, 2026-11-29; a search makes no BLAS call)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .background import asked_child
     from .device_early import start
+    from .options import one_blas_thread
+
+    one_blas_thread()
 
     ask = asked_child(_prepare_reader, _read_sequences)  # (forked before the device's thread starts)
     start(argv)

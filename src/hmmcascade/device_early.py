@@ -13,7 +13,8 @@ starts while the thread is inside the driver or the dynamic loader).
 
 The ICD loader is pyopencl's own (the wheel's ``pyopencl/.libs``, told where its drivers are as pyopencl
 tells it, by ``PYOPENCL_HOME``), or the system's ``libOpenCL.so.1``: the one pyopencl will use, so that
-the platforms and devices are the same objects.  Linux only; only the standard library is imported here.
+the platforms and devices are the same objects.  Linux only; only the standard library is imported here
+(and :mod:`~hmmcascade.options`, which imports only it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import os
 import sys
 import threading
 from pathlib import Path
+
+from .options import set_pyopencl_home
 
 __all__ = ["PROBE_SOURCE", "start", "take", "wait", "wanted"]
 
@@ -62,7 +65,7 @@ def start(argv: list[str], device_type: int = _GPU) -> None:
     if spec is None or not spec.submodule_search_locations:
         return
     home = Path(next(iter(spec.submodule_search_locations)))
-    os.environ["PYOPENCL_HOME"] = str(home)  # (here, not in the thread; as pyopencl's import sets it)
+    set_pyopencl_home(str(home))  # (here, not in the thread)
     _thread = threading.Thread(target=_open, args=(home, device_type), name="hmmcascade-device-early", daemon=True)
     os.register_at_fork(before=wait)  # (no fork while the thread is in the driver or the dynamic loader)
     _thread.start()

@@ -10,7 +10,8 @@ serial one).
 The command line builds the object (``hmmcascade search --cpu N --kernel-options KEY=VALUE,...``);
 the one debug override, read only here and only by the command line, is the environment variable
 ``HMMCASCADE_OPTIONS`` in the same ``KEY=VALUE,...`` form (:meth:`SearchOptions.from_env`); the
-command line's own options win over it.
+command line's own options win over it.  The environment's only other use, writes for the libraries a
+search's process loads, is here too (:func:`one_blas_thread`, :func:`set_pyopencl_home`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["CHOICES", "ENV_VARIABLE", "FWD_WG_CELLS", "Choice", "SearchOptions", "choose"]
+__all__ = ["CHOICES", "ENV_VARIABLE", "FWD_WG_CELLS", "Choice", "SearchOptions", "choose", "one_blas_thread",
+           "set_pyopencl_home"]
 
 #: the single environment variable read, by :meth:`SearchOptions.from_env` (the command line's edge)
 ENV_VARIABLE = "HMMCASCADE_OPTIONS"
@@ -212,3 +214,17 @@ def _count(name: str, value, what: str) -> int:
     if n is None or n < 0 or (isinstance(value, float) and value != n):
         raise ValueError(f"option {name} must be {what}; got {value!r}")
     return n
+
+
+def one_blas_thread() -> None:
+    """numpy's OpenBLAS loaded with one thread unless the environment says otherwise: it starts a thread per
+    CPU as it loads (0.05-0.08 s of importing hmmcascade.cli on an H200's 16-CPU host, 2026-11-29), and a
+    search makes no BLAS call.  Before numpy's import (``python -m hmmcascade search``)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def set_pyopencl_home(folder: str) -> None:
+    """``PYOPENCL_HOME``, which pyopencl's import sets to its folder and the ICD loader of its wheel reads, set
+    before that import (:mod:`hmmcascade.device_early` loads the ICD loader first)."""
+    os.environ["PYOPENCL_HOME"] = folder
+
