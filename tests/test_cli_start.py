@@ -259,3 +259,27 @@ def test_an_early_context_of_another_device_is_released_not_used(monkeypatch):
     assert made and made["context"]
     assert device_early.take(made["device"] + 1) is None and device_early._answer == {}
     assert device_early.take(made["device"]) is None  # (released: nothing left to take)
+
+
+def test_the_hmmcascade_command_runs_as_python_m_hmmcascade(tmp_path):
+    """The ``hmmcascade`` command (pyproject's console script) is ``python -m hmmcascade``'s entry: the search's
+    start before its imports, the exit with the command's status (2 for bad usage)."""
+    import re
+
+    found = re.search(r'^\[project\.scripts\]\nhmmcascade = "([^"]+)"$', (REPO / "pyproject.toml").read_text(), re.M)
+    script = found.group(1)
+    assert script == "hmmcascade.__main__:run"
+    module, name = script.split(":")
+    code = (f"import sys; sys.argv[0] = 'hmmcascade'; from {module} import {name}; {name}()")
+    argv = ["search", str(HMMS), str(SEQS), "-o", os.devnull, "--tblout", str(tmp_path / "c.tbl"), "--quiet"]
+    run = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600, env=_SRC_ENV)
+    assert run.returncode == 0, run.stderr
+    assert cli.main([*argv[:5], "--tblout", str(tmp_path / "t.tbl"), "--quiet"]) == 0
+
+    def rows(path):
+        return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+    assert rows(tmp_path / "c.tbl") == rows(tmp_path / "t.tbl") and len(rows(tmp_path / "t.tbl")) == 201
+    bad = subprocess.run([sys.executable, "-c", code, "search"], capture_output=True, text=True, timeout=600,
+                         env=_SRC_ENV)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
