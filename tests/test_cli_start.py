@@ -210,6 +210,51 @@ def test_a_search_runs_in_the_context_and_on_the_sequences_started_before_its_im
     assert rows(tmp_path / "e.tbl") == rows(tmp_path / "t.tbl") and len(rows(tmp_path / "t.tbl")) == 201
 
 
+_ENV_WRITES = """
+import os, sys
+from hmmcascade import __main__ as entry, device_early
+def watch(write):
+    def written(key, *value):
+        name = os.fsdecode(key)
+        if device_early._thread is not None and name not in os.environ:
+            print("added to the environment:", name, file=sys.stderr, flush=True)
+        return write(key, *value)
+    return written
+os.putenv, os.unsetenv = watch(os.putenv), watch(os.unsetenv)
+import ctypes
+environ = ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ")  # (C's array, which a setenv may move)
+start, wait, at = device_early.start, device_early.wait, []
+def started(*args, **kwargs):
+    start(*args, **kwargs)
+    at.append(environ.value)
+def waited():
+    if len(at) == 1:
+        at.append(environ.value)
+        if at[1] != at[0]:
+            print("added to the environment: C's array moved", file=sys.stderr, flush=True)
+    wait()
+device_early.start, device_early.wait = started, waited
+sys.argv = ["hmmcascade", "search", *sys.argv[1:]]
+entry.run()
+"""
+
+
+@linux_only
+def test_no_name_is_added_to_the_environment_while_the_early_thread_runs(tmp_path):
+    """The early thread's drivers read the environment (C's getenv) while the search's modules import, and
+    adding a name (setenv) may move the array they read: one of CI's searches crashed so (SIGSEGV, numpy's
+    import adding OPENBLAS_MAIN_FREE).  Every name the search writes after the thread's start was there
+    before it (or no write at all); the rows are the usual ones."""
+    env = {k: v for k, v in _SRC_ENV.items() if k not in ("OPENBLAS_MAIN_FREE", "PYOPENCL_HOME")}
+    run = subprocess.run([sys.executable, "-c", _ENV_WRITES, str(HMMS), str(SEQS), "-o", os.devnull,
+                          "--tblout", str(tmp_path / "t.tbl"), "--quiet"],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "added to the environment" not in run.stderr, run.stderr[-2000:]
+    rows = [line for line in (tmp_path / "t.tbl").read_text().splitlines() if not line.startswith("#")]
+    assert len(rows) == 201
+
+
 @linux_only
 def test_an_asked_child_prepares_then_answers_the_call_it_is_asked(tmp_path):
     from hmmcascade.background import asked_child

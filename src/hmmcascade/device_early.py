@@ -9,7 +9,8 @@ anything else is imported, opens the first GPU in a thread of its own; :func:`ta
 ``auto`` or ``gpu`` tests that device) waits for the thread and hands the context over to pyopencl
 (``Context.from_int_ptr``).  Any failure leaves the usual way: the thread's answer is None and the device
 is opened as before.  :func:`wait` comes before any other OpenCL call and before every fork (no process
-starts while the thread is inside the driver or the dynamic loader).
+starts while the thread is inside the driver or the dynamic loader); no name is added to the environment
+while it runs (:func:`~hmmcascade.options.settle_early_environment`: the drivers read it meanwhile).
 
 The ICD loader is pyopencl's own (the wheel's ``pyopencl/.libs``, told where its drivers are as pyopencl
 tells it, by ``PYOPENCL_HOME``), or the system's ``libOpenCL.so.1``: the one pyopencl will use, so that
@@ -26,7 +27,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .options import set_pyopencl_home
+from .options import settle_early_environment
 
 __all__ = ["PROBE_SOURCE", "start", "take", "wait", "wanted"]
 
@@ -65,7 +66,7 @@ def start(argv: list[str], device_type: int = _GPU) -> None:
     if spec is None or not spec.submodule_search_locations:
         return
     home = Path(next(iter(spec.submodule_search_locations)))
-    set_pyopencl_home(str(home))  # (here, not in the thread)
+    settle_early_environment(str(home))  # (here, before the thread: it adds no name while the thread runs)
     _thread = threading.Thread(target=_open, args=(home, device_type), name="hmmcascade-device-early", daemon=True)
     os.register_at_fork(before=wait)  # (no fork while the thread is in the driver or the dynamic loader)
     _thread.start()

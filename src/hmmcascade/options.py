@@ -11,7 +11,7 @@ The command line builds the object (``hmmcascade search --cpu N --kernel-options
 the one debug override, read only here and only by the command line, is the environment variable
 ``HMMCASCADE_OPTIONS`` in the same ``KEY=VALUE,...`` form (:meth:`SearchOptions.from_env`); the
 command line's own options win over it.  The environment's only other use, writes for the libraries a
-search's process loads, is here too (:func:`one_blas_thread`, :func:`set_pyopencl_home`).
+search's process loads, is here too (:func:`one_blas_thread`, :func:`settle_early_environment`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, fields, replace
 
 __all__ = ["CHOICES", "ENV_VARIABLE", "FWD_WG_CELLS", "Choice", "SearchOptions", "choose", "one_blas_thread",
-           "set_pyopencl_home"]
+           "settle_early_environment"]
 
 #: the single environment variable read, by :meth:`SearchOptions.from_env` (the command line's edge)
 ENV_VARIABLE = "HMMCASCADE_OPTIONS"
@@ -223,8 +223,16 @@ def one_blas_thread() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def set_pyopencl_home(folder: str) -> None:
-    """``PYOPENCL_HOME``, which pyopencl's import sets to its folder and the ICD loader of its wheel reads, set
-    before that import (:mod:`hmmcascade.device_early` loads the ICD loader first)."""
-    os.environ["PYOPENCL_HOME"] = folder
+def settle_early_environment(pyopencl_folder: str) -> None:
+    """The environment made final before :mod:`hmmcascade.device_early`'s thread starts: no name is added to
+    it while that thread runs.  The thread's drivers read the environment (``getenv``: the ICD loader, PoCL's
+    and NVIDIA's options) while this process imports, and C's ``setenv`` of a new name may move the array
+    they read and free the old one: a search of CI's crashed so (SIGSEGV, 2026-11-29), numpy's import having
+    added ``OPENBLAS_MAIN_FREE``.  So, before the thread:
 
+    * ``PYOPENCL_HOME``, which pyopencl's import sets to its folder and the ICD loader of its wheel reads
+      (pyopencl's import then rewrites a name that is there, which moves nothing);
+    * ``OPENBLAS_MAIN_FREE=1`` unless set, which numpy's import sets for OpenBLAS's load when it is absent and
+      removes after it: the same value while OpenBLAS loads; it stays for the process (and its children)."""
+    os.environ["PYOPENCL_HOME"] = pyopencl_folder
+    os.environ.setdefault("OPENBLAS_MAIN_FREE", "1")
