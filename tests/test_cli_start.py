@@ -255,6 +255,25 @@ def test_no_name_is_added_to_the_environment_while_the_early_thread_runs(tmp_pat
     assert len(rows) == 201
 
 
+_RAISES_EARLY = """
+import atexit, sys
+from hmmcascade import device_early
+atexit.register(lambda: print("thread alive at the exit:", device_early._thread.is_alive()))  # (runs last)
+device_early.start(["search", "m.hmm", "s.faa"], device_type=2)
+raise RuntimeError("the command failed")
+"""
+
+
+@linux_only
+def test_an_exit_by_an_exception_waits_for_the_early_thread():
+    """A command ended by an exception leaves by the interpreter's teardown, whose last steps (the libraries'
+    destructors) must not run while the early thread is inside the driver: the exit waits for the thread."""
+    run = subprocess.run([sys.executable, "-c", _RAISES_EARLY], capture_output=True, text=True, timeout=120,
+                         env=_SRC_ENV)
+    assert run.returncode == 1 and "the command failed" in run.stderr, run.stderr
+    assert run.stdout.strip() == "thread alive at the exit: False"
+
+
 @linux_only
 def test_an_asked_child_prepares_then_answers_the_call_it_is_asked(tmp_path):
     from hmmcascade.background import asked_child

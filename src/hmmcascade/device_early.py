@@ -8,9 +8,10 @@ which lets the lock go during each foreign call: :func:`start`, called by ``pyth
 anything else is imported, opens the first GPU in a thread of its own; :func:`take` (device_choice, when
 ``auto`` or ``gpu`` tests that device) waits for the thread and hands the context over to pyopencl
 (``Context.from_int_ptr``).  Any failure leaves the usual way: the thread's answer is None and the device
-is opened as before.  :func:`wait` comes before any other OpenCL call and before every fork (no process
-starts while the thread is inside the driver or the dynamic loader); no name is added to the environment
-while it runs (:func:`~hmmcascade.options.settle_early_environment`: the drivers read it meanwhile).
+is opened as before.  :func:`wait` comes before any other OpenCL call, before every fork (no process
+starts while the thread is inside the driver or the dynamic loader) and before the interpreter's exit (a
+command ended by an exception: the drivers' destructors would run beside the thread); no name is added to
+the environment while it runs (:func:`~hmmcascade.options.settle_early_environment`: the drivers read it).
 
 The ICD loader is pyopencl's own (the wheel's ``pyopencl/.libs``, told where its drivers are as pyopencl
 tells it, by ``PYOPENCL_HOME``), or the system's ``libOpenCL.so.1``: the one pyopencl will use, so that
@@ -20,6 +21,7 @@ the platforms and devices are the same objects.  Linux only; only the standard l
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import importlib.util
 import os
@@ -69,6 +71,7 @@ def start(argv: list[str], device_type: int = _GPU) -> None:
     settle_early_environment(str(home))  # (here, before the thread: it adds no name while the thread runs)
     _thread = threading.Thread(target=_open, args=(home, device_type), name="hmmcascade-device-early", daemon=True)
     os.register_at_fork(before=wait)  # (no fork while the thread is in the driver or the dynamic loader)
+    atexit.register(wait)  # (an exit by an exception: the libraries' destructors not run under the thread)
     _thread.start()
 
 
