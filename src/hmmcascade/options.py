@@ -226,13 +226,17 @@ def one_blas_thread() -> None:
 def settle_early_environment(pyopencl_folder: str) -> None:
     """The environment made final before :mod:`hmmcascade.device_early`'s thread starts: no name is added to
     it while that thread runs.  The thread's drivers read the environment (``getenv``: the ICD loader, PoCL's
-    and NVIDIA's options) while this process imports, and C's ``setenv`` of a new name may move the array
-    they read and free the old one: a search of CI's crashed so (SIGSEGV, 2026-11-29), numpy's import having
-    added ``OPENBLAS_MAIN_FREE``.  So, before the thread:
+    options) while this process imports and reads it too, and C's ``setenv`` of a new name, in either thread,
+    may move the array that the other reads and free the old one: CI's searches crashed so (SIGSEGV,
+    2026-11-29 and -30).  So, before the thread, the names that were added meanwhile (traced with ``setenv``
+    intercepted; the test watches for any other):
 
     * ``PYOPENCL_HOME``, which pyopencl's import sets to its folder and the ICD loader of its wheel reads
       (pyopencl's import then rewrites a name that is there, which moves nothing);
     * ``OPENBLAS_MAIN_FREE=1`` unless set, which numpy's import sets for OpenBLAS's load when it is absent and
-      removes after it: the same value while OpenBLAS loads; it stays for the process (and its children)."""
+      removes after it: the same value while OpenBLAS loads; it stays for the process (and its children);
+    * ``HWLOC_PLUGINS_PATH=/dev/null`` unless set, which PoCL's CPU device sets (overwriting) when it starts,
+      in the thread, to keep hwloc from loading its OpenCL plugin: the value PoCL gives it."""
     os.environ["PYOPENCL_HOME"] = pyopencl_folder
     os.environ.setdefault("OPENBLAS_MAIN_FREE", "1")
+    os.environ.setdefault("HWLOC_PLUGINS_PATH", "/dev/null")
