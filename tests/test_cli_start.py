@@ -233,11 +233,11 @@ start, wait, before = device_early.start, device_early.wait, []
 def started(*args, **kwargs):
     start(*args, **kwargs)
     before.append(names())
-def waited():  # (the first wait ends the thread's life)
-    if len(before) == 1:
+def waited():
+    wait()
+    if len(before) == 1:  # (the first wait: the thread has ended)
         for name in sorted(names() - before.pop()):  # (added in C, by a library: the thread's drivers, say)
             print("added to the environment:", name, file=sys.stderr, flush=True)
-    wait()
 device_early.start, device_early.wait = started, waited
 sys.argv = ["hmmcascade", "search", *sys.argv[1:]]
 entry.run()
